@@ -1,0 +1,59 @@
+"""The one exception hierarchy of structgen.
+
+Every error a user can meet is a :class:`StructgenError`; each message says what was wrong and what to do.
+Errors about the request (spec, canvas size) are raised before any model call.
+"""
+
+from __future__ import annotations
+
+
+class StructgenError(Exception):
+    """Base class of every structgen error."""
+
+
+class SpecError(StructgenError, ValueError):
+    """The spec (schema, regex, grammar, choice list) is malformed."""
+
+
+class UnsupportedSchemaError(SpecError):
+    """The schema uses a keyword or construct structgen cannot enforce at all."""
+
+
+class GrammarSyntaxError(SpecError):
+    """A Lark grammar does not parse."""
+
+
+class CompileError(StructgenError):
+    """A valid spec could not be compiled against this tokenizer."""
+
+
+class CanvasTooSmallError(StructgenError, ValueError):
+    """``max_tokens`` is smaller than the shortest valid output."""
+
+    def __init__(self, needed: int, given: int, what: str = "output"):
+        self.needed, self.given = needed, given
+        super().__init__(
+            f"max_tokens={given} is too small: the shortest valid {what} needs {needed} tokens. "
+            f"Pass max_tokens >= {needed} (leave room for the content, e.g. {max(needed * 2, needed + 16)})."
+        )
+
+
+class ConstraintViolation(StructgenError):
+    """A token that the constraint forbids was committed (a bug in a caller, never in normal generation)."""
+
+
+class GenerationError(StructgenError):
+    """Generation ended without a valid result (validation kept failing after the repair rounds)."""
+
+    def __init__(self, message: str, *, text: str = "", errors: list | None = None):
+        self.text = text
+        self.errors = list(errors or [])
+        super().__init__(message)
+
+
+class ModelLoadError(StructgenError):
+    """A model directory is missing, incomplete or not a masked LM."""
+
+
+class ConfigError(StructgenError, ValueError):
+    """A sampler or generator setting is out of range."""
