@@ -1,0 +1,27 @@
+"""Shared fixtures: locally built tokenizers (no download) and the path to ../shared/data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("STRUCTGEN_SHARED", ROOT.parent / "shared"))
+DATA = SHARED / "data"
+
+
+@pytest.fixture(scope="session")
+def tok4k():
+    """A byte-level BPE with a 4k vocabulary trained on the generated default corpus."""
+    from structgen.tokenizers import default_corpus, train_bpe
+
+    return train_bpe(default_corpus(), 4096)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not DATA.exists():
+        pytest.skip(f"shared test data not found at {DATA} (set STRUCTGEN_SHARED)")
+    return DATA
