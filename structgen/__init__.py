@@ -1,0 +1,52 @@
+"""structgen: valid-by-construction output from masked diffusion language models.
+
+    import structgen as sg
+    model = sg.load_model()
+    gen = sg.Generator(model)
+    r = gen.generate("Maria Lopez, 41, lives in Porto", sg.JsonSchema(schema), max_tokens=64)
+"""
+
+from __future__ import annotations
+
+import importlib.util as _ilu
+import sys as _sys
+from pathlib import Path as _Path
+
+
+def _mount_validators() -> None:
+    """``validators/`` sits at the top of the source tree and is installed as ``structgen.validators``.
+
+    In an installed package it is found normally; in a source checkout (tests run from the repo root)
+    we mount the top-level folder under that name.
+    """
+    name = __name__ + ".validators"
+    if name in _sys.modules or _ilu.find_spec(name) is not None:
+        return
+    src = _Path(__file__).resolve().parent.parent / "validators" / "__init__.py"
+    if src.exists():
+        spec = _ilu.spec_from_file_location(name, src, submodule_search_locations=[str(src.parent)])
+        mod = _ilu.module_from_spec(spec)
+        _sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+
+
+_mount_validators()
+
+from . import models  # noqa: E402
+from .constraints import compile  # noqa: E402
+from .errors import (  # noqa: E402
+    CanvasTooSmallError, CompileError, ConfigError, ConstraintViolation, GenerationError, GrammarSyntaxError,
+    ModelLoadError, SpecError, StructgenError, UnsupportedSchemaError,
+)
+from .models import load_model  # noqa: E402
+from .sampler import Generator, Result, StepEvent  # noqa: E402
+from .spec import Choice, Grammar, JsonSchema, Regex  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "load_model", "Generator", "Result", "StepEvent", "compile", "models",
+    "JsonSchema", "Regex", "Grammar", "Choice",
+    "StructgenError", "SpecError", "UnsupportedSchemaError", "GrammarSyntaxError", "CompileError",
+    "CanvasTooSmallError", "ConstraintViolation", "GenerationError", "ModelLoadError", "ConfigError",
+]

@@ -1,0 +1,104 @@
+"""JSON Schema → regular expression for the automaton engine (outlines-core), with a size guard.
+
+outlines-core writes optional properties as alternatives and inlines every ``$ref``, so the regex of a
+large schema can grow exponentially and exhaust memory inside Rust (which aborts the process). Before
+calling it we estimate the regex size from the schema's shape and refuse schemas that would blow up;
+those go to the grammar engine. Recursive schemas also go there: outlines-core cuts recursion at a fixed
+depth, which would reject valid deep instances.
+"""
+
+from __future__ import annotations
+
+import json
+
+WHITESPACE = r"[ ]?"
+MAX_ESTIMATE = 2_000_000  # estimated regex characters; past this outlines-core may exhaust memory
+MAX_REGEX = 200_000  # actual regex characters
+
+
+class AutomatonUnsupported(Exception):
+    """The spec cannot (or should not) be held by the token automaton; use the grammar engine."""
+
+
+def _resolve(ref: str, root: dict):
+    if not ref.startswith("#"):
+        raise AutomatonUnsupported(f"remote $ref {ref!r}")
+    node = root
+    for part in ref[1:].split("/"):
+        if not part:
+            continue
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            raise AutomatonUnsupported(f"unresolvable $ref {ref!r}")
+    return node
+
+
+def estimate_size(schema, root: dict | None = None, stack: tuple = ()) -> float:
+    """A rough upper estimate of the length of outlines-core's regex for ``schema``."""
+    root = schema if root is None else root
+    if not isinstance(schema, dict):
+        return 10
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if ref in stack:
+            raise AutomatonUnsupported(f"recursive $ref {ref!r}")
+        return estimate_size(_resolve(ref, root), root, stack + (ref,)) + 10
+    total = 0.0
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema and isinstance(schema[key], list):
+            total += sum(estimate_size(s, root, stack) for s in schema[key]) + 10
+    if "enum" in schema:
+        total += len(json.dumps(schema["enum"])) * 2
+    if "const" in schema:
+        total += len(json.dumps(schema["const"])) * 2
+    props = schema.get("properties")
+    if isinstance(props, dict) and props:
+        req = set(schema.get("required", []) or [])
+        n_opt = sum(1 for k in props if k not in req)
+        body = sum(estimate_size(v, root, stack) + len(k) + 20 for k, v in props.items())
+        # optional members are written once per position they can follow: ~quadratic, nested multiplies
+        total += body * max(1, n_opt)
+    ap = schema.get("additionalProperties")
+    if isinstance(ap, dict):
+        total += estimate_size(ap, root, stack) * 2 + 200
+    for key in ("items", "prefixItems", "contains"):
+        it = schema.get(key)
+        if isinstance(it, dict):
+            mult = 1
+            lo, hi = schema.get("minItems", 0), schema.get("maxItems")
+            if isinstance(hi, int):
+                mult = max(1, min(hi, 50))
+            elif isinstance(lo, int) and lo > 1:
+                mult = min(lo, 50)
+            total += estimate_size(it, root, stack) * (mult + 1)
+        elif isinstance(it, list):
+            total += sum(estimate_size(s, root, stack) for s in it)
+    if "pattern" in schema:
+        total += len(str(schema["pattern"])) * 4
+    for key in ("minLength", "maxLength"):
+        if isinstance(schema.get(key), int):
+            total += 40
+    return total + 120
+
+
+def schema_to_regex(schema: dict) -> str:
+    """The outlines-core regex for ``schema``, or AutomatonUnsupported when it should not be built."""
+    from outlines_core.json_schema import build_regex_from_schema
+
+    est = estimate_size(schema)
+    if est > MAX_ESTIMATE:
+        raise AutomatonUnsupported(f"schema too large for a token automaton (estimated regex size {est:.0f})")
+    from .numeric_regex import put_back, substitute_numeric
+
+    shaped, subs = substitute_numeric(schema)
+    try:
+        regex = put_back(build_regex_from_schema(json.dumps(shaped), WHITESPACE), subs)
+    except Exception as e:  # outlines-core raises ValueError/TypeError for unsupported keywords
+        raise AutomatonUnsupported(str(e).strip().splitlines()[0][:300]) from None
+    if len(regex) > MAX_REGEX:
+        raise AutomatonUnsupported(f"regex of {len(regex)} characters is too large for a token automaton")
+    return regex

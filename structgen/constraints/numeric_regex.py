@@ -1,0 +1,118 @@
+"""Numeric ranges as regular expressions, so the automaton enforces ``minimum``/``maximum`` itself.
+
+outlines-core writes every integer as ``-?(0|[1-9][0-9]*)`` whatever its bounds. Before building the
+regex we replace each bounded integer subschema by a unique placeholder constant and substitute the exact
+range regex afterwards (``int_range_regex``). Numbers (floats) with ``minimum >= 0`` lose their minus sign.
+Bounds the automaton still does not hold (``multipleOf``, float ranges) are left to the validators.
+"""
+
+from __future__ import annotations
+
+import math
+
+_DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title"}
+_SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+_NONNEG_NUMBER = r"(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-][0-9]+)?"
+
+
+def _same_length(lo: str, hi: str) -> str:
+    """Regex for the decimal numbers of one length between ``lo`` and ``hi`` (inclusive)."""
+    n = len(lo)
+    if n == 0:
+        return ""
+    if lo == hi:
+        return lo
+    if n == 1:
+        return f"[{lo}-{hi}]"
+    a, b = int(lo[0]), int(hi[0])
+    if a == b:
+        return lo[0] + _same_length(lo[1:], hi[1:])
+    parts = [lo[0] + _same_length(lo[1:], "9" * (n - 1))]
+    if a + 1 <= b - 1:
+        mid = str(a + 1) if a + 1 == b - 1 else f"[{a + 1}-{b - 1}]"
+        parts.append(f"{mid}[0-9]{{{n - 1}}}")
+    parts.append(hi[0] + _same_length("0" * (n - 1), hi[1:]))
+    return "(" + "|".join(parts) + ")"
+
+
+def _nonneg_range(lo: int, hi: int | None) -> str:
+    """Regex for integers ``lo <= n <= hi`` (``hi`` None: unbounded), ``lo >= 0``, no leading zeros."""
+    parts = []
+    top_len = len(str(hi)) if hi is not None else len(str(lo))
+    for length in range(len(str(lo)), top_len + 1):
+        a = max(lo, 0 if length == 1 else 10 ** (length - 1))
+        b = 10**length - 1 if hi is None else min(hi, 10**length - 1)
+        if a <= b:
+            parts.append(_same_length(str(a), str(b)))
+    if hi is None:
+        parts.append(f"[1-9][0-9]{{{top_len},}}")
+    return "(" + "|".join(parts) + ")" if len(parts) > 1 else parts[0]
+
+
+def int_range_regex(lo: int | None, hi: int | None) -> str:
+    """Regex for the JSON integers in ``[lo, hi]`` (either bound may be None)."""
+    parts = []
+    if hi is None or hi >= 0:
+        parts.append(_nonneg_range(max(lo, 0) if lo is not None else 0, hi))
+    if lo is None or lo < 0:
+        neg_lo = 1 if hi is None or hi >= 0 else -hi  # magnitudes
+        neg_hi = None if lo is None else -lo
+        parts.append("-" + _nonneg_range(neg_lo, neg_hi))
+    return "(" + "|".join(parts) + ")"
+
+
+def _int_bounds(s: dict) -> tuple[int | None, int | None]:
+    lo = s.get("minimum")
+    hi = s.get("maximum")
+    xlo, xhi = s.get("exclusiveMinimum"), s.get("exclusiveMaximum")
+    lo = math.ceil(lo) if isinstance(lo, (int, float)) and not isinstance(lo, bool) else None
+    hi = math.floor(hi) if isinstance(hi, (int, float)) and not isinstance(hi, bool) else None
+    if isinstance(xlo, (int, float)) and not isinstance(xlo, bool):
+        v = math.floor(xlo) + 1
+        lo = v if lo is None else max(lo, v)
+    if isinstance(xhi, (int, float)) and not isinstance(xhi, bool):
+        v = math.ceil(xhi) - 1
+        hi = v if hi is None else min(hi, v)
+    return lo, hi
+
+
+def substitute_numeric(schema):
+    """A copy of ``schema`` with bounded numeric subschemas replaced by placeholders, and the map
+    placeholder → regex to put back into outlines-core's output."""
+    subs: dict[str, str] = {}
+
+    def walk(node, is_schema: bool):
+        if isinstance(node, list):
+            return [walk(x, is_schema) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if is_schema and not ({"enum", "const", "multipleOf"} & node.keys()):
+            t = node.get("type")
+            bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & node.keys()
+            only_type = set(node) - {"type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                     "description", "title", "default", "examples", "format", "$comment"}
+            if bounded and not only_type and t in ("integer", "number"):
+                lo, hi = _int_bounds(node)
+                rx = None
+                if t == "integer":
+                    if lo is not None and hi is not None and lo > hi:
+                        return node  # empty range: leave it to outlines-core / the validators
+                    if (lo is None or abs(lo) < 10**15) and (hi is None or abs(hi) < 10**15):
+                        rx = int_range_regex(lo, hi)
+                elif node.get("minimum", -1) >= 0 or node.get("exclusiveMinimum", -1) >= 0:
+                    rx = _NONNEG_NUMBER
+                if rx is not None:
+                    key = f"SGNUM{len(subs)}X"
+                    subs[key] = rx
+                    return {"const": key}
+        if not is_schema:  # a map of name -> schema (properties, $defs, ...)
+            return {k: walk(v, True) for k, v in node.items()}
+        return {k: (v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS)) for k, v in node.items()}
+
+    return walk(schema, True), subs
+
+
+def put_back(regex: str, subs: dict[str, str]) -> str:
+    for key, rx in subs.items():
+        regex = regex.replace(f'"{key}"', f"({rx})")
+    return regex

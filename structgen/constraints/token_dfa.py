@@ -1,0 +1,148 @@
+"""A token-level DFA as dense tables over token *classes*, built from outlines-core's ``Index``.
+
+outlines-core turns a regex and a vocabulary into a token-level DFA (state → token → state). Tokens whose
+whole column ``next[:, v]`` is equal behave alike, so the vocabulary is compressed into classes ``C``
+(usually hundreds, not 100k). Two states are added: ``END`` (after the first EOS; only EOS loops there) and
+``DEAD`` (absorbing, rejecting). EOS is its own class: accepting states go to ``END`` on it. Special tokens
+(mask, pad, role markers) form a class that always goes to ``DEAD``.
+
+Tables (numpy here; the automaton engine keeps torch copies on the model's device):
+``next[Q, C]`` int64, ``class_of[V]`` int64, ``class_size[C]``, ``accept[Q]`` bool, ``start``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from .json_regex import AutomatonUnsupported
+from .vocab import TokenVocab
+
+MAX_STATES = 20_000
+MAX_CELLS = 40_000_000  # Q * C
+
+_VOCAB_CACHE: "weakref.WeakKeyDictionary[TokenVocab, object]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def outlines_vocabulary(vocab: TokenVocab):
+    """outlines-core's Vocabulary for ``vocab`` (non-special tokens by their bytes), cached."""
+    from outlines_core import Vocabulary
+
+    with _LOCK:
+        v = _VOCAB_CACHE.get(vocab)
+        if v is None:
+            by_bytes: dict[bytes, list[int]] = {}
+            for i, b in enumerate(vocab.token_bytes):
+                if b and not vocab.special[i]:
+                    by_bytes.setdefault(b, []).append(i)
+            v = Vocabulary(vocab.eos_id, by_bytes)
+            _VOCAB_CACHE[vocab] = v
+        return v
+
+
+@dataclass
+class TokenDFA:
+    next: np.ndarray  # [Q, C] int64
+    class_of: np.ndarray  # [V] int64
+    class_size: np.ndarray  # [C] int64
+    class_token: np.ndarray  # [C] a representative token per class
+    accept: np.ndarray  # [Q] bool
+    start: int
+    end: int
+    dead: int
+    eos_class: int
+
+    @property
+    def n_states(self) -> int:
+        return self.next.shape[0]
+
+    @property
+    def n_classes(self) -> int:
+        return self.next.shape[1]
+
+    def walk(self, token_ids) -> int:
+        """State after ``token_ids`` from the start (``dead`` once rejected)."""
+        q = self.start
+        for t in token_ids:
+            t = int(t)
+            if not 0 <= t < len(self.class_of):
+                return self.dead
+            q = int(self.next[q, self.class_of[t]])
+            if q == self.dead:
+                return q
+        return q
+
+    @classmethod
+    def from_regex(cls, regex: str, vocab: TokenVocab) -> "TokenDFA":
+        from outlines_core import Index
+
+        try:
+            index = Index(regex, outlines_vocabulary(vocab))
+        except Exception as e:
+            raise AutomatonUnsupported(f"outlines-core could not build the token automaton: {e}") from None
+        trans = index.get_transitions()
+        n_raw = len(trans)
+        if n_raw > MAX_STATES:
+            raise AutomatonUnsupported(f"{n_raw} automaton states (more than {MAX_STATES})")
+        return cls.from_transitions(trans, index.get_initial_state(), index.get_final_states(), vocab)
+
+    @classmethod
+    def from_transitions(cls, trans: dict, initial: int, finals, vocab: TokenVocab) -> "TokenDFA":
+        V, eos = vocab.size, vocab.eos_id
+        raw_states = sorted(set(trans) | {initial} | set(finals))
+        sid = {s: i for i, s in enumerate(raw_states)}
+        n = len(raw_states)
+        end, dead = n, n + 1
+        Q = n + 2
+        # 128-bit signature of each token's column, accumulated state by state (no loop over tokens)
+        rng = np.random.default_rng(1234)
+        r1 = rng.integers(1, 2**63 - 1, size=Q, dtype=np.uint64) | np.uint64(1)
+        r2 = rng.integers(1, 2**63 - 1, size=Q, dtype=np.uint64) | np.uint64(1)
+        h1 = np.zeros(V, dtype=np.uint64)
+        h2 = np.zeros(V, dtype=np.uint64)
+        rows: list[tuple[int, np.ndarray, np.ndarray]] = []
+        with np.errstate(over="ignore"):
+            for s, tr in trans.items():
+                if not tr:
+                    continue
+                toks = np.fromiter(tr.keys(), dtype=np.int64, count=len(tr))
+                nxt = np.fromiter((sid[x] for x in tr.values()), dtype=np.int64, count=len(tr))
+                keep = (toks != eos) & (toks < V)
+                toks, nxt = toks[keep], nxt[keep]
+                q = sid[s]
+                rows.append((q, toks, nxt))
+                val = (nxt.astype(np.uint64) + np.uint64(1))
+                h1[toks] += val * r1[q]
+                h2[toks] += val * r2[q] ^ r1[(q + 7) % Q]
+        special = vocab.special.copy()
+        special[eos] = False
+        # classes: EOS alone; all special tokens together (always dead); the rest by signature
+        sig = np.stack([h1, h2], axis=1)
+        sig[special] = np.array([np.iinfo(np.uint64).max, 1], dtype=np.uint64)
+        sig[eos] = np.array([np.iinfo(np.uint64).max, 2], dtype=np.uint64)
+        _, first, class_of = np.unique(sig, axis=0, return_index=True, return_inverse=True)
+        class_of = class_of.reshape(-1).astype(np.int64)
+        C = len(first)
+        if Q * C > MAX_CELLS:
+            raise AutomatonUnsupported(f"{Q} states x {C} token classes is too large a table")
+        class_size = np.bincount(class_of, minlength=C).astype(np.int64)
+        nxt_tbl = np.full((Q, C), dead, dtype=np.int64)
+        for q, toks, nxt in rows:
+            nxt_tbl[q, class_of[toks]] = nxt
+        accept = np.zeros(Q, dtype=bool)
+        for f in finals:
+            accept[sid[f]] = True
+        eos_class = int(class_of[eos])
+        nxt_tbl[accept, eos_class] = end
+        nxt_tbl[end, :] = dead
+        nxt_tbl[end, eos_class] = end
+        accept[end] = True
+        # tokens of the special class never move anywhere
+        spec_cls = np.unique(class_of[special]) if special.any() else np.array([], dtype=np.int64)
+        nxt_tbl[:, spec_cls] = dead
+        return cls(next=nxt_tbl, class_of=class_of, class_size=class_size, class_token=first.astype(np.int64),
+                   accept=accept, start=sid[initial], end=end, dead=dead, eos_class=eos_class)

@@ -1,0 +1,152 @@
+"""``Generator``: the public entry point that ties spec, constraint, sampler loop, validators and repair.
+
+    gen = sg.Generator(model, block_length=32, threshold=0.9)
+    r = gen.generate("Maria Lopez, 41, lives in Porto", sg.JsonSchema(schema), max_tokens=64)
+
+Every result is validated; failing spans are re-masked and denoised again up to ``max_repair_rounds``
+times, then ``GenerationError`` (``generate(..., strict=False)`` returns the invalid result instead).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import torch
+
+from ..constraints import compile as compile_spec
+from ..constraints.base import MASK
+from ..errors import CanvasTooSmallError, ConfigError, GenerationError
+from ..spec import JsonSchema, Spec, as_spec
+from .loop import LoopStats, denoise
+from .policy import CommitPolicy
+from .repair import positions_to_remask, remask
+from .result import Result
+
+
+class Generator:
+    """Constrained masked-diffusion generation with one model.
+
+    Settings (all may be overridden per call): ``block_length`` (semi-autoregressive blocks),
+    ``threshold`` (Fast-dLLM confidence threshold) or ``tokens_per_step`` (fixed commits per step),
+    ``temperature`` (0 = greedy) and ``seed``, ``max_repair_rounds``, ``engine``
+    ("auto" | "automaton" | "grammar").
+    """
+
+    def __init__(self, model, *, block_length: int = 32, threshold: float | None = 0.9,
+                 tokens_per_step: int | None = None, temperature: float = 0.0, seed: int | None = 0,
+                 max_repair_rounds: int = 3, engine: str = "auto"):
+        self.model = model
+        self.settings = dict(block_length=block_length, threshold=threshold, tokens_per_step=tokens_per_step,
+                             temperature=temperature, seed=seed, max_repair_rounds=max_repair_rounds,
+                             engine=engine)
+        self._check(self.settings)
+        self._vocab = None
+
+    @staticmethod
+    def _check(s: dict) -> None:
+        if s["temperature"] < 0:
+            raise ConfigError(f"temperature must be >= 0, got {s['temperature']}")
+        if s["max_repair_rounds"] < 0:
+            raise ConfigError("max_repair_rounds must be >= 0")
+        CommitPolicy(s["block_length"], s["threshold"], s["tokens_per_step"])
+
+    @property
+    def vocab(self):
+        if self._vocab is None:
+            self._vocab = self.model.vocab()
+        return self._vocab
+
+    def compile(self, spec, engine: str | None = None):
+        """The constraint for ``spec`` on this model's tokenizer (cached)."""
+        return compile_spec(as_spec(spec), self.vocab, engine=engine or self.settings["engine"])
+
+    # -- generation --------------------------------------------------------------------------------------
+    def generate(self, prompt, spec: Spec | dict | type, max_tokens: int = 128, *, strict: bool = True,
+                 trace: bool = False, on_step: Callable | None = None, **overrides) -> Result:
+        """Generate output for ``prompt`` (text or chat messages) that satisfies ``spec``."""
+        unknown = set(overrides) - set(self.settings)
+        if unknown:
+            raise ConfigError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(self.settings)}")
+        s = {**self.settings, **overrides}
+        self._check(s)
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        t_start = time.perf_counter()
+        spec = as_spec(spec)
+        t0 = time.perf_counter()
+        constraint = self.compile(spec, s["engine"])
+        compile_s = time.perf_counter() - t0
+        need = constraint.min_tokens()
+        if need > max_tokens:
+            raise CanvasTooSmallError(need, max_tokens)
+        model = self.model
+        device = torch.device(getattr(model, "device", "cpu"))
+        prompt_ids = torch.as_tensor(model.encode_prompt(prompt), dtype=torch.long, device=device)
+        limit = getattr(model, "max_length", None)
+        if limit and prompt_ids.shape[0] + max_tokens > limit:
+            raise ConfigError(f"prompt ({prompt_ids.shape[0]} tokens) + max_tokens ({max_tokens}) exceeds the "
+                              f"model's {limit} positions; shorten the prompt or lower max_tokens")
+        policy = CommitPolicy(s["block_length"], s["threshold"], s["tokens_per_step"])
+        gen = None
+        if s["temperature"] > 0:
+            gen = torch.Generator(device="cpu").manual_seed(int(s["seed"] or 0))
+        session = constraint.session(max_tokens, device)
+        canvas = torch.full((max_tokens,), MASK, dtype=torch.long, device=device)
+        stats = LoopStats()
+        stats.constraint_s += compile_s
+        from ..validators import parse_json_value, run_validators, validators_for
+
+        checks = validators_for(spec)
+        vocab = self.vocab
+        decode = vocab.decode
+        penalty = None
+        rounds = 0
+        while True:
+            denoise(model, prompt_ids, session, canvas, policy, temperature=s["temperature"], gen=gen,
+                    penalty=penalty, stats=stats, decode=decode, on_step=on_step, record=trace)
+            ids = canvas.tolist()
+            text = decode(ids)
+            t0 = time.perf_counter()
+            issues = run_validators(checks, text)
+            stats.constraint_s += time.perf_counter() - t0
+            if not issues or rounds >= s["max_repair_rounds"]:
+                break
+            rounds += 1
+            if penalty is None:
+                penalty = torch.zeros(max_tokens, vocab.size, device=device)
+            pos = positions_to_remask(issues, vocab.token_offsets(ids), len(text), rounds,
+                                      prefix_only=constraint.engine != "automaton")
+            remask(canvas, pos, penalty)
+            if trace or on_step is not None:
+                from .events import StepEvent
+
+                ev = StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
+                               positions=pos, text=text, note="; ".join(i.message for i in issues)[:500])
+                if trace:
+                    stats.events.append(ev)
+                if on_step is not None:
+                    on_step(ev)
+        valid = not issues
+        value = None
+        if valid and spec.kind == "json":
+            value = parse_json_value(text, spec.model or spec.schema)
+        n_out = next((i for i, t in enumerate(ids) if t == vocab.eos_id), len(ids))
+        result = Result(
+            text=text, value=value, valid=valid, errors=[i.message for i in issues], nfe=stats.nfe,
+            timings={"model_s": stats.model_s, "constraint_s": stats.constraint_s,
+                     "total_s": time.perf_counter() - t_start},
+            engine=constraint.engine, trace=stats.events, tokens=ids, n_output_tokens=n_out,
+            n_forced=stats.forced, steps=stats.steps, repair_rounds=rounds,
+        )
+        if not valid and strict:
+            raise GenerationError(
+                f"output still invalid after {rounds} repair round(s): {'; '.join(result.errors)[:800]}. "
+                "Try a larger max_tokens, a different seed, or a model trained for this task.",
+                text=text, errors=result.errors)
+        return result
+
+    def json(self, prompt, schema_or_model: Any, max_tokens: int = 256, **kw):
+        """Generate JSON for a pydantic model (returns a validated instance) or a dict schema (a value)."""
+        spec = schema_or_model if isinstance(schema_or_model, JsonSchema) else JsonSchema(schema_or_model)
+        return self.generate(prompt, spec, max_tokens, **kw).value

@@ -1,0 +1,99 @@
+"""The masked-diffusion canvas loop: forced commits for free, one model call per step, jointly feasible
+commits chosen by the commit policy inside the current block.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from ..constraints.base import MASK, ConstraintSession
+from .events import StepEvent
+from .policy import CommitPolicy
+
+
+@dataclass
+class LoopStats:
+    nfe: int = 0
+    steps: int = 0
+    forced: int = 0
+    model_s: float = 0.0
+    constraint_s: float = 0.0
+    events: list = field(default_factory=list)
+
+
+def gumbel(shape, gen: torch.Generator, device) -> torch.Tensor:
+    """Standard Gumbel noise: argmax(logits + T * noise) samples from softmax(logits / T)."""
+    u = torch.rand(shape, generator=gen, device=gen.device).to(device).clamp(1e-10, 1.0 - 1e-7)
+    return -torch.log(-torch.log(u))
+
+
+def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas: torch.Tensor,
+            policy: CommitPolicy, *, temperature: float = 0.0, gen: torch.Generator | None = None,
+            penalty: torch.Tensor | None = None, stats: LoopStats, decode: Callable | None = None,
+            on_step: Callable[[StepEvent], None] | None = None, record: bool = False) -> torch.Tensor:
+    """Fill every masked position of ``canvas`` (in place) and return it."""
+    device = canvas.device
+    P, T = prompt_ids.shape[0], canvas.shape[0]
+    windowed = session.constraint.engine == "automaton"
+    mask_id = model.mask_id
+
+    def emit(kind: str, positions: torch.Tensor, note: str = "") -> None:
+        stats.steps += 1
+        if on_step is None and not record:
+            return
+        ev = StepEvent(step=stats.steps, kind=kind, nfe=stats.nfe, canvas=canvas.tolist(),
+                       positions=positions.tolist(), text=decode(canvas.tolist()) if decode else "", note=note)
+        if record:
+            stats.events.append(ev)
+        if on_step is not None:
+            on_step(ev)
+
+    while bool((canvas == MASK).any()):
+        # 1. forced tokens, no model call (repeat while a block is completed by them)
+        while True:
+            masked = canvas == MASK
+            if not bool(masked.any()):
+                break
+            win = policy.window(masked)
+            t0 = time.perf_counter()
+            fz = session.forced(canvas, window=win) if windowed else session.forced(canvas)
+            stats.constraint_s += time.perf_counter() - t0
+            new = (fz != MASK) & masked
+            if not bool(new.any()):
+                break
+            canvas[new] = fz[new]
+            stats.forced += int(new.sum())
+            emit("forced", torch.nonzero(new)[:, 0])
+            if policy.window(canvas == MASK) == win:
+                break
+        masked = canvas == MASK
+        if not bool(masked.any()):
+            break
+        win = policy.window(masked)
+        # 2. one model call for every position
+        t0 = time.perf_counter()
+        ids = torch.cat([prompt_ids, torch.where(masked, torch.full_like(canvas, mask_id), canvas)])
+        logits = model.logits(ids[None])[0, P:P + T]
+        logprobs = torch.log_softmax(logits.float(), dim=-1).to(device)
+        stats.model_s += time.perf_counter() - t0
+        stats.nfe += 1
+        # 3. constrained proposal and commits
+        t0 = time.perf_counter()
+        noise = None
+        if temperature > 0:
+            noise = temperature * gumbel(logprobs.shape, gen, device)
+        if penalty is not None:
+            noise = -penalty if noise is None else noise - penalty
+        if windowed:
+            prop = session.propose(canvas, logprobs, window=win, noise=noise)
+        else:
+            prop = session.propose(canvas, logprobs if noise is None else logprobs + noise)
+        pos = policy.choose(prop)
+        canvas[pos] = prop.tokens[pos]
+        stats.constraint_s += time.perf_counter() - t0
+        emit("model", pos)
+    return canvas

@@ -1,0 +1,50 @@
+"""Repair: turn validator issues (character spans) into canvas positions to re-mask.
+
+Rounds escalate: first only the tokens of each failing span, then from the first failing span to the
+end of the output, then the whole canvas. A frontier engine (grammar) always re-masks from the span on.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..constraints.base import MASK
+
+
+def positions_to_remask(issues, offsets: list[tuple[int, int]], n_text: int, round_no: int,
+                        prefix_only: bool) -> list[int]:
+    T = len(offsets)
+    out_len = sum(1 for s, e in offsets if e > s)
+    spans = []
+    for iss in issues:
+        sp = getattr(iss, "span", None)
+        spans.append((0, max(1, n_text)) if sp is None else (sp[0], max(sp[1], sp[0] + 1)))
+    hit = set()
+    for s, e in spans:
+        for i, (a, b) in enumerate(offsets):
+            if b > a and a < e and b > s:
+                hit.add(i)
+            elif b == a and i < out_len and a == s:
+                hit.add(i)
+    if not hit:  # the span is at the very end (e.g. a missing closing bracket): redo the last token
+        hit = {max(0, out_len - 1)}
+    first = min(hit)
+    if round_no >= 3:
+        return list(range(T))
+    if round_no >= 2 or prefix_only:
+        return list(range(first, T))
+    # the output ends where EOS starts: if the span touches the end, let the tail move too
+    if max(hit) >= out_len - 1:
+        return sorted(hit | set(range(out_len, T)))
+    return sorted(hit)
+
+
+def remask(canvas: torch.Tensor, positions: list[int], penalty: torch.Tensor) -> None:
+    """Re-mask ``positions`` and penalise the tokens they held, so the repair explores something else."""
+    if not positions:
+        return
+    idx = torch.as_tensor(positions, device=canvas.device)
+    old = canvas[idx]
+    ok = old >= 0
+    penalty[idx[ok], old[ok]] += 4.0
+    canvas[idx] = MASK
