@@ -13,16 +13,15 @@ import sys as _sys
 from pathlib import Path as _Path
 
 
-def _mount_validators() -> None:
-    """``validators/`` sits at the top of the source tree and is installed as ``structgen.validators``.
-
-    In an installed package it is found normally; in a source checkout (tests run from the repo root)
-    we mount the top-level folder under that name.
+def _mount(folder: str) -> None:
+    """``validators/`` and ``grammars/`` sit at the top of the source tree and install as
+    ``structgen.validators`` and ``structgen.grammars``. Installed, they are found normally; in a plain
+    source checkout (tests run from the repo root) we mount the top-level folder under that name.
     """
-    name = __name__ + ".validators"
+    name = f"{__name__}.{folder}"
     if name in _sys.modules or _ilu.find_spec(name) is not None:
         return
-    src = _Path(__file__).resolve().parent.parent / "validators" / "__init__.py"
+    src = _Path(__file__).resolve().parent.parent / folder / "__init__.py"
     if src.exists():
         spec = _ilu.spec_from_file_location(name, src, submodule_search_locations=[str(src.parent)])
         mod = _ilu.module_from_spec(spec)
@@ -30,7 +29,8 @@ def _mount_validators() -> None:
         spec.loader.exec_module(mod)
 
 
-_mount_validators()
+_mount("grammars")
+_mount("validators")
 
 from . import models  # noqa: E402
 from .constraints import compile  # noqa: E402

@@ -57,3 +57,7 @@ class ModelLoadError(StructgenError):
 
 class ConfigError(StructgenError, ValueError):
     """A sampler or generator setting is out of range."""
+
+
+class StructgenWarning(UserWarning):
+    """Something works but not as well as it could (e.g. no embedded model installed yet)."""

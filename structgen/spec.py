@@ -16,7 +16,19 @@ from typing import Any, Callable, Sequence
 
 from .errors import GrammarSyntaxError, SpecError
 
-GRAMMARS_DIR = Path(__file__).resolve().parent.parent / "grammars"
+
+
+def _grammars_dir() -> Path:
+    """Where shipped grammars live: ``structgen.grammars`` when installed, else the checkout's folder."""
+    try:
+        from .grammars import DIR  # type: ignore[attr-defined]
+
+        return DIR
+    except ImportError:
+        return Path(__file__).resolve().parent.parent / "grammars"
+
+
+GRAMMARS_DIR = _grammars_dir()
 
 
 def _digest(*parts: str) -> str:

@@ -214,6 +214,7 @@ class AutomatonSession(ConstraintSession):
         self.B = self.tb.suffix_sets(length)
         self._prefix: list[int] = []
         self._prefix_state = constraint.dfa.start
+        self._memo: dict = {}  # results for the last canvas seen (forced() then propose() share them)
 
     # -- helpers ---------------------------------------------------------------------------------------
     def _prefix_walk(self, canvas_cpu: np.ndarray, f: int) -> int:
@@ -296,9 +297,31 @@ class AutomatonSession(ConstraintSession):
 
     def _reach(self, canvas: torch.Tensor):
         c, masked, f, last = self._layout(canvas)
+        key = c.tobytes()
+        if self._memo.get("key") != key:
+            self._memo = {"key": key}
         q0 = self._prefix_walk(c, f)
         cls = self._classes(c)
         return c, masked, f, last, q0, cls
+
+    def _alpha(self, cls, masked, f, q0, upto):
+        m = self._memo.get("alpha")
+        if m is None or m.shape[0] < upto - f + 1:
+            m = self._memo["alpha"] = self._forward(cls, masked, f, q0, upto)
+        return m[: upto - f + 1]
+
+    def _beta(self, cls, masked, f, last):
+        m = self._memo.get("beta")
+        if m is None:
+            m = self._memo["beta"] = self._backward(cls, masked, f, last)
+        return m
+
+    def _allowed_rows(self, alpha, beta, rows: np.ndarray, f: int) -> torch.Tensor:
+        key = ("ac", rows.tobytes())
+        m = self._memo.get(key)
+        if m is None:
+            m = self._memo[key] = self._allowed_classes(alpha, beta, rows, f)
+        return m
 
     # -- the session API ---------------------------------------------------------------------------------
     @_one_thread
@@ -327,9 +350,9 @@ class AutomatonSession(ConstraintSession):
         if len(rows) == 0:
             return res
         end = int(rows[-1]) + 1
-        alpha = self._forward(cls, masked, f, q0, end)
-        beta = self._backward(cls, masked, f, last)
-        ac = self._allowed_classes(alpha, beta, rows, f)
+        alpha = self._alpha(cls, masked, f, q0, end)
+        beta = self._beta(cls, masked, f, last)
+        ac = self._allowed_rows(alpha, beta, rows, f)
         n_tokens = (ac.long() * self.tb.class_size[None, :]).sum(dim=1)
         one = n_tokens == 1
         if bool((n_tokens == 0).any()):
@@ -396,11 +419,9 @@ class AutomatonSession(ConstraintSession):
         in_class = tb.class_of[None, :] == ch[:, None]
         tok = sc.masked_fill(~in_class, NEG).argmax(dim=1)
         # confidence: probability of the token renormalised over the tokens allowed at its position
-        alpha = self._forward(cls, masked, f, q0, end)
-        beta = self._backward(cls, masked, f, last)
-        if beta.shape[0] < alpha.shape[0]:
-            raise AssertionError("beta shorter than alpha")
-        ac = self._allowed_classes(alpha, beta[: end - f + 1], rows, f)
+        alpha = self._alpha(cls, masked, f, q0, end)
+        beta = self._beta(cls, masked, f, last)
+        ac = self._allowed_rows(alpha, beta, rows, f)
         allowed_tok = ac.gather(1, cls_idx)
         lse = torch.logsumexp(lp.masked_fill(~allowed_tok, NEG), dim=1)
         p = torch.exp(lp.gather(1, tok[:, None])[:, 0] - lse)
