@@ -102,12 +102,14 @@ class JsonSchema(Spec):
 
 
 def _check_schema(schema: dict) -> None:
-    """Reject schemas that are not valid draft 2020-12 schemas, with the failing keyword named."""
+    """Reject schemas that are invalid under the draft they declare (``$schema``; 2020-12 when none is
+    declared), with the failing keyword named."""
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
+    from jsonschema.validators import validator_for
 
     try:
-        Draft202012Validator.check_schema(schema)
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except SchemaError as e:
         where = "/".join(str(p) for p in e.absolute_path) or "(root)"
         raise SpecError(f"invalid JSON Schema at {where}: {e.message}") from None
