@@ -31,6 +31,7 @@ def gumbel(shape, gen: torch.Generator, device) -> torch.Tensor:
     return -torch.log(-torch.log(u))
 
 
+@torch.inference_mode()
 def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas: torch.Tensor,
             policy: CommitPolicy, *, temperature: float = 0.0, gen: torch.Generator | None = None,
             penalty: torch.Tensor | None = None, stats: LoopStats, decode: Callable | None = None,
@@ -74,24 +75,32 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         if not bool(masked.any()):
             break
         win = policy.window(masked)
-        # 2. one model call for every position
+        # 2. one model call for every position; only the current block is scored
+        w0, w1 = win
         t0 = time.perf_counter()
         ids = torch.cat([prompt_ids, torch.where(masked, torch.full_like(canvas, mask_id), canvas)])
-        logits = model.logits(ids[None])[0, P:P + T]
-        logprobs = torch.log_softmax(logits.float(), dim=-1).to(device)
-        stats.model_s += time.perf_counter() - t0
+        logits = model.logits(ids[None])[0, P:P + T].to(device)
         stats.nfe += 1
+        # the model's distribution (and sampling noise) for the block rows only; the engines read no other
+        logprobs = logits if logits.dtype == torch.float32 else logits.float()
+        logprobs[w0:w1] = torch.log_softmax(logprobs[w0:w1], dim=-1)
+        noise = None
+        if temperature > 0 or penalty is not None:
+            noise = torch.zeros_like(logprobs)
+            if temperature > 0:
+                noise[w0:w1] = temperature * gumbel((w1 - w0, logprobs.shape[1]), gen, device)
+            if penalty is not None:
+                noise[w0:w1] -= penalty[w0:w1]
+        stats.model_s += time.perf_counter() - t0
         # 3. constrained proposal and commits
         t0 = time.perf_counter()
-        noise = None
-        if temperature > 0:
-            noise = temperature * gumbel(logprobs.shape, gen, device)
-        if penalty is not None:
-            noise = -penalty if noise is None else noise - penalty
         if windowed:
             prop = session.propose(canvas, logprobs, window=win, noise=noise)
         else:
             prop = session.propose(canvas, logprobs if noise is None else logprobs + noise)
+            outside = torch.ones_like(prop.eligible)
+            outside[w0:w1] = False
+            prop.eligible &= ~outside
         pos = policy.choose(prop)
         canvas[pos] = prop.tokens[pos]
         stats.constraint_s += time.perf_counter() - t0
