@@ -12,7 +12,7 @@ import torch
 import structgen as sg
 from structgen.constraints.automaton import AutomatonConstraint
 from structgen.constraints.base import MASK
-from structgen.constraints.numeric_regex import int_range_regex
+from structgen.constraints.placeholders import int_range_regex
 from structgen.constraints.vocab import TokenVocab
 
 

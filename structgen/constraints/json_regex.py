@@ -85,16 +85,86 @@ def estimate_size(schema, root: dict | None = None, stack: tuple = ()) -> float:
     return total + 120
 
 
+_ANNOTATIONS = {"description", "title", "default", "examples", "$comment", "$schema", "$id", "deprecated",
+                "readOnly", "writeOnly"}
+_VALUE_KEYS = {"type", "enum", "const", "properties", "items", "prefixItems", "anyOf", "oneOf", "allOf",
+               "$ref", "pattern", "format", "not", "additionalProperties", "patternProperties"}
+MAX_STRING_BOUND = 256
+MAX_ITEMS_BOUND = 64
+
+
+def _free_form(s) -> bool:
+    """A subschema that allows any JSON value (or any object / array): outlines-core writes a generic
+    nested-value regex for it whose token automaton takes tens of seconds to build."""
+    if s is True:
+        return True
+    if not isinstance(s, dict):
+        return False
+    if not (set(s) & _VALUE_KEYS):
+        return True
+    t = s.get("type")
+    types = t if isinstance(t, list) else [t]
+    if "object" in types and not s.get("properties") and s.get("additionalProperties") is not False:
+        return True
+    if "array" in types and "items" not in s and "prefixItems" not in s:
+        return True
+    return False
+
+
+def check_automaton_fit(schema, root: dict | None = None) -> None:
+    """Raise AutomatonUnsupported for shapes outlines-core writes wrongly or too expensively:
+    ``allOf`` of several schemas (written as concatenated objects), free-form values, and length or item
+    bounds so large that the automaton's states multiply."""
+    root = schema if root is None else root
+    seen: set[int] = set()
+
+    def walk(node, is_schema: bool):
+        if isinstance(node, list):
+            for x in node:
+                walk(x, is_schema)
+            return
+        if not isinstance(node, dict) or id(node) in seen:
+            return
+        seen.add(id(node))
+        if not is_schema:
+            for v in node.values():
+                walk(v, True)
+            return
+        if node is not root and _free_form(node):
+            raise AutomatonUnsupported("a free-form JSON value (any value, object or array)")
+        if isinstance(node.get("allOf"), list) and len(node["allOf"]) > 1:
+            raise AutomatonUnsupported("allOf of several schemas")
+        for key, bound in (("minLength", MAX_STRING_BOUND), ("maxLength", MAX_STRING_BOUND),
+                           ("minItems", MAX_ITEMS_BOUND), ("maxItems", MAX_ITEMS_BOUND)):
+            v = node.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and v > bound:
+                raise AutomatonUnsupported(f"{key}={v} (automaton states would multiply)")
+        if "$ref" in node and isinstance(node["$ref"], str):
+            try:
+                walk(_resolve(node["$ref"], root), True)
+            except AutomatonUnsupported:
+                raise
+        for k, v in node.items():
+            if k in ("enum", "const", "default", "examples", "required"):
+                continue
+            walk(v, k not in ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas"))
+
+    if _free_form(root):
+        raise AutomatonUnsupported("a free-form JSON value (any value, object or array)")
+    walk(schema, True)
+
+
 def schema_to_regex(schema: dict) -> str:
     """The outlines-core regex for ``schema``, or AutomatonUnsupported when it should not be built."""
     from outlines_core.json_schema import build_regex_from_schema
 
+    check_automaton_fit(schema)
     est = estimate_size(schema)
     if est > MAX_ESTIMATE:
         raise AutomatonUnsupported(f"schema too large for a token automaton (estimated regex size {est:.0f})")
-    from .numeric_regex import put_back, substitute_numeric
+    from .placeholders import put_back, substitute
 
-    shaped, subs = substitute_numeric(schema)
+    shaped, subs = substitute(schema)
     try:
         regex = put_back(build_regex_from_schema(json.dumps(shaped), WHITESPACE), subs)
     except Exception as e:  # outlines-core raises ValueError/TypeError for unsupported keywords

@@ -28,8 +28,12 @@ _VOCAB_CACHE: "weakref.WeakKeyDictionary[TokenVocab, object]" = weakref.WeakKeyD
 _LOCK = threading.Lock()
 
 
+SENTINEL = "\U0010FFFD"  # a private-use character closing the regex (see TokenDFA.from_regex)
+
+
 def outlines_vocabulary(vocab: TokenVocab):
-    """outlines-core's Vocabulary for ``vocab`` (non-special tokens by their bytes), cached."""
+    """outlines-core's Vocabulary for ``vocab`` (non-special tokens by their bytes, plus the sentinel as
+    the extra id ``vocab.size``), cached."""
     from outlines_core import Vocabulary
 
     with _LOCK:
@@ -39,6 +43,7 @@ def outlines_vocabulary(vocab: TokenVocab):
             for i, b in enumerate(vocab.token_bytes):
                 if b and not vocab.special[i]:
                     by_bytes.setdefault(b, []).append(i)
+            by_bytes.setdefault(SENTINEL.encode(), []).append(vocab.size)
             v = Vocabulary(vocab.eos_id, by_bytes)
             _VOCAB_CACHE[vocab] = v
         return v
@@ -78,17 +83,28 @@ class TokenDFA:
 
     @classmethod
     def from_regex(cls, regex: str, vocab: TokenVocab) -> "TokenDFA":
+        """Build the token DFA of ``regex`` over ``vocab``.
+
+        outlines-core 0.2 drops token transitions that leave an accepting state when the token's first byte
+        could end the match (``a(bc)?`` has no ``b`` after ``a``, so "1.5" tokenised 1|.|5 is rejected as a
+        number). We index ``(?:regex)SENTINEL`` instead, with the sentinel held by one extra token: no
+        state before it accepts, so every transition is kept, and the states of the regex that accept are
+        exactly those whose sentinel transition reaches a final state. The sentinel column is dropped.
+        """
         from outlines_core import Index
 
         try:
-            index = Index(regex, outlines_vocabulary(vocab))
+            index = Index(f"(?:{regex}){SENTINEL}", outlines_vocabulary(vocab))
         except Exception as e:
             raise AutomatonUnsupported(f"outlines-core could not build the token automaton: {e}") from None
         trans = index.get_transitions()
         n_raw = len(trans)
         if n_raw > MAX_STATES:
             raise AutomatonUnsupported(f"{n_raw} automaton states (more than {MAX_STATES})")
-        return cls.from_transitions(trans, index.get_initial_state(), index.get_final_states(), vocab)
+        finals = set(index.get_final_states())
+        sentinel = vocab.size
+        accepting = [s for s, tr in trans.items() if tr.get(sentinel) in finals]
+        return cls.from_transitions(trans, index.get_initial_state(), accepting, vocab)
 
     @classmethod
     def from_transitions(cls, trans: dict, initial: int, finals, vocab: TokenVocab) -> "TokenDFA":

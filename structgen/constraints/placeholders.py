@@ -1,17 +1,34 @@
-"""Numeric ranges as regular expressions, so the automaton enforces ``minimum``/``maximum`` itself.
+"""Subschemas outlines-core writes inexactly, replaced by placeholders and put back as exact regexes.
 
-outlines-core writes every integer as ``-?(0|[1-9][0-9]*)`` whatever its bounds. Before building the
-regex we replace each bounded integer subschema by a unique placeholder constant and substitute the exact
-range regex afterwards (``int_range_regex``). Numbers (floats) with ``minimum >= 0`` lose their minus sign.
-Bounds the automaton still does not hold (``multipleOf``, float ranges) are left to the validators.
+Before outlines-core builds the regex, each such subschema becomes a unique placeholder (a string
+constant, or a property name) and, afterwards, the placeholder's literal in the regex is replaced by an
+exact regex:
+
+* bounded integers: outlines-core writes ``-?(0|[1-9][0-9]*)`` whatever the bounds; we write the exact
+  digit-range regex (``int_range_regex``). Numbers with ``minimum >= 0`` lose their minus sign;
+* ``format: date-time`` / ``time``: outlines-core allows a year of any length and no UTC offset, while
+  RFC 3339 (and jsonschema's checker) needs a 4-digit year and ``Z`` or ``±hh:mm``;
+* property names with characters JSON escapes (quotes, backslashes, control characters) or regex
+  metacharacters: outlines-core writes them raw into the regex; we write ``re.escape(json.dumps(name))``.
+
+What the automaton still does not hold (``multipleOf``, float ranges, ``uniqueItems``, impossible calendar
+dates) is left to the validators and repair.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 _DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title"}
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+_DATE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+_TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?"
+_OFFSET = r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
+FORMATS = {"date-time": f'"{_DATE}T{_TIME}{_OFFSET}"', "date": f'"{_DATE}"', "time": f'"{_TIME}"'}
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_\- ]*")
+_ANNOTATIONS = {"description", "title", "default", "examples", "$comment"}
 _NONNEG_NUMBER = r"(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-][0-9]+)?"
 
 
@@ -76,16 +93,30 @@ def _int_bounds(s: dict) -> tuple[int | None, int | None]:
     return lo, hi
 
 
-def substitute_numeric(schema):
-    """A copy of ``schema`` with bounded numeric subschemas replaced by placeholders, and the map
-    placeholder → regex to put back into outlines-core's output."""
+def substitute(schema):
+    """A copy of ``schema`` with inexact subschemas replaced by placeholders, and the map
+    placeholder literal → regex to put back into outlines-core's output (see ``put_back``)."""
     subs: dict[str, str] = {}
+    names: dict[str, str] = {}
+
+    def key_for(name: str) -> str:
+        if _PLAIN_NAME.fullmatch(name):
+            return name
+        if name not in names:
+            names[name] = key = f"SGKEY{len(subs)}X"
+            subs[f'"{key}"'] = re.escape(json.dumps(name))
+        return names[name]
 
     def walk(node, is_schema: bool):
         if isinstance(node, list):
             return [walk(x, is_schema) for x in node]
         if not isinstance(node, dict):
             return node
+        if is_schema and node.get("type") == "string" and node.get("format") in FORMATS \
+                and not (set(node) - {"type", "format"} - _ANNOTATIONS):
+            key = f"SGFMT{len(subs)}X"
+            subs[f'"{key}"'] = FORMATS[node["format"]]
+            return {"const": key}
         if is_schema and not ({"enum", "const", "multipleOf"} & node.keys()):
             t = node.get("type")
             bounded = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"} & node.keys()
@@ -103,16 +134,25 @@ def substitute_numeric(schema):
                     rx = _NONNEG_NUMBER
                 if rx is not None:
                     key = f"SGNUM{len(subs)}X"
-                    subs[key] = rx
+                    subs[f'"{key}"'] = f"({rx})"
                     return {"const": key}
         if not is_schema:  # a map of name -> schema (properties, $defs, ...)
             return {k: walk(v, True) for k, v in node.items()}
-        return {k: (v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS)) for k, v in node.items()}
+        out = {}
+        for k, v in node.items():
+            if k == "properties" and isinstance(v, dict):
+                out[k] = {key_for(name): walk(sub, True) for name, sub in v.items()}
+            elif k == "required" and isinstance(v, list):
+                out[k] = [key_for(n) if isinstance(n, str) else n for n in v]
+            else:
+                out[k] = v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS)
+        return out
 
     return walk(schema, True), subs
 
 
 def put_back(regex: str, subs: dict[str, str]) -> str:
-    for key, rx in subs.items():
-        regex = regex.replace(f'"{key}"', f"({rx})")
+    """Replace each placeholder literal (with its quotes) in outlines-core's regex by its exact regex."""
+    for literal, rx in subs.items():
+        regex = regex.replace(literal, rx)
     return regex
