@@ -94,6 +94,7 @@ class AutomatonConstraint(Constraint):
             succ[:, d.dead] = False
             self.succ = succ
         self._suffix = d.accept[None, :].copy()
+        self.suffix_stable = 10**9  # the k from which B[k] no longer changes (once seen)
         self._tables: dict[torch.device, _DeviceTables] = {}
         self._lock = threading.Lock()
         self._min = None
@@ -132,7 +133,10 @@ class AutomatonConstraint(Constraint):
         with self._lock:
             while self._suffix.shape[0] <= k:
                 last = self._suffix[-1]
-                self._suffix = np.concatenate([self._suffix, last[self.nxt].any(axis=1)[None]], axis=0)
+                nxt = last[self.nxt].any(axis=1)
+                if self.suffix_stable >= 10**9 and np.array_equal(nxt, last):
+                    self.suffix_stable = self._suffix.shape[0] - 1
+                self._suffix = np.concatenate([self._suffix, nxt[None]], axis=0)
             return self._suffix[: k + 1]
 
     # -- whole sequences -------------------------------------------------------------------------------
@@ -207,6 +211,10 @@ class AutomatonSession(ConstraintSession):
         self._prefix: list[int] = []
         self._prefix_state = constraint.dfa.start
         self._memo: tuple | None = None  # (canvas bytes, rows bytes, sweep) of the last feasibility sweep
+        self._alpha_memo: tuple | None = None
+        self._rows_cache: dict[bytes, np.ndarray] = {}
+        self._free_cache: dict[tuple, np.ndarray] = {}
+        self._sparse_cache: dict[bytes, tuple] = {}
 
     # -- the sweep -------------------------------------------------------------------------------------
     def _prefix_walk(self, c: np.ndarray, f: int) -> int:
@@ -243,7 +251,114 @@ class AutomatonSession(ConstraintSession):
         end = max(last, int(rows[-1]) + 1 if len(rows) else f)
         q0 = self._prefix_walk(c, f)
         cls = np.where(masked, -1, d.class_of[np.where(masked, 0, c)])
-        # forward: live state sets (index arrays), with a shortcut once a masked run saturates
+        alpha = self._alpha(c, masked, cls, f, q0, end)
+        sw = _Sweep()
+        sw.f, sw.end, sw.q0, sw.alpha, sw.rows = f, end, q0, alpha, rows
+        row_at = {int(t): i for i, t in enumerate(rows)}
+        allowed = np.zeros((len(rows), d.n_classes), dtype=bool)
+        a_end = alpha[end - f]
+        ok_end = self.B[T - end][a_end]
+        if scores is None:  # feasibility only: boolean backward over the live states up to the last commit;
+            # beyond it everything is masked, so reachability there is B[k] and allowed rows come from a cache
+            last = max(f, int(np.flatnonzero(~masked)[-1]) + 1) if (~masked[f:]).any() else f
+            for t in rows[rows >= last]:
+                allowed[row_at[int(t)]] = self._allowed_free(alpha[t - f], T - t - 1)
+            a_last = alpha[last - f]
+            live = np.zeros(d.n_states, dtype=bool)
+            live[a_last] = self.B[T - last][a_last]
+            for t in range(last - 1, f - 1, -1):
+                a = alpha[t - f]
+                if not masked[t]:
+                    v = live[nxt[a, cls[t]]]
+                else:
+                    cand = live.take(self._next_rows(a))  # [|a|, C]
+                    i = row_at.get(t)
+                    if i is not None:
+                        allowed[i] = cand.any(axis=0)
+                    v = cand.any(axis=1)
+                live = np.zeros(d.n_states, dtype=bool)
+                live[a] = v
+            sw.allowed, sw.args, sw.v0 = allowed, None, 0.0 if live[q0] else NEG
+        else:  # Viterbi: best completion scores (float32) and the argmax class per live state
+            scores = scores.astype(np.float32, copy=False)
+            V = np.full(d.n_states, NEG, dtype=np.float32)
+            V[a_end] = np.where(ok_end, 0.0, NEG)
+            args: list = [None] * (end - f)
+            for t in range(end - 1, f - 1, -1):
+                a = alpha[t - f]
+                if not masked[t]:
+                    v = V[nxt[a, cls[t]]]
+                    args[t - f] = cls[t]
+                else:
+                    # only the live (non-dead) transitions of the set: a segment max per source state
+                    src_has, e_cls, e_tgt, starts = self._sparse_rows(a)
+                    vals = V[e_tgt]
+                    i = row_at.get(t)
+                    if i is not None:
+                        allowed[i, e_cls[np.isfinite(vals)]] = True
+                        vals = vals + scores[i][e_cls]
+                    v = np.full(len(a), NEG, dtype=np.float32)
+                    j = np.zeros(len(a), dtype=np.int64)
+                    if len(vals):
+                        seg_max = np.maximum.reduceat(vals, starts)
+                        pos = np.arange(len(vals))
+                        is_max = vals == np.repeat(seg_max, np.diff(np.append(starts, len(vals))))
+                        first = np.minimum.reduceat(np.where(is_max, pos, len(vals)), starts)
+                        v[src_has] = seg_max
+                        j[src_has] = e_cls[np.minimum(first, len(vals) - 1)]
+                    args[t - f] = (a, j)
+                V = np.full(d.n_states, NEG, dtype=np.float32)
+                V[a] = v
+            sw.allowed, sw.args, sw.v0 = allowed, args, V[q0]
+        if not np.isfinite(sw.v0):
+            raise ConstraintViolation("no valid completion of the canvas exists (infeasible canvas)")
+        return sw
+
+    def _allowed_free(self, a: np.ndarray, k: int) -> np.ndarray:
+        """Classes allowed from live set ``a`` when the next ``k`` positions are all masked (cached;
+        ``B[k]`` stops changing past ``k*``, so saturated sets share one entry)."""
+        k = min(k, self.constraint.suffix_stable)
+        key = (a.tobytes(), k)
+        r = self._free_cache.get(key)
+        if r is None:
+            if len(self._free_cache) >= 1024:
+                self._free_cache.clear()
+            r = self._free_cache[key] = self.B[k].take(self._next_rows(a)).any(axis=0)
+        return r
+
+    def _sparse_rows(self, a: np.ndarray):
+        """The non-dead transitions out of live set ``a``, grouped by source state (cached):
+        (indices into ``a`` that have any, their classes, their targets, segment starts)."""
+        key = a.tobytes()
+        r = self._sparse_cache.get(key)
+        if r is None:
+            rows = self._next_rows(a)
+            src, cl = np.nonzero(rows != self.constraint.dfa.dead)
+            tgt = rows[src, cl]
+            has, starts = np.unique(src, return_index=True)
+            if len(self._sparse_cache) >= 256:
+                self._sparse_cache.clear()
+            r = self._sparse_cache[key] = (has, cl, tgt, starts)
+        return r
+
+    def _next_rows(self, a: np.ndarray) -> np.ndarray:
+        """``next[a]`` for a live state set, cached: saturated sets recur across positions and steps."""
+        key = a.tobytes()
+        r = self._rows_cache.get(key)
+        if r is None:
+            if len(self._rows_cache) >= 256:
+                self._rows_cache.clear()
+            r = self._rows_cache[key] = self.constraint.nxt[a]
+        return r
+
+    def _alpha(self, c: np.ndarray, masked: np.ndarray, cls: np.ndarray, f: int, q0: int, end: int) -> list:
+        """Live state sets (index arrays) at ``f..end``, with a shortcut once a masked run saturates;
+        memoised for the last canvas (``forced`` and the following ``propose`` share it)."""
+        key = (c.tobytes(), f, end)
+        if self._alpha_memo is not None and self._alpha_memo[0] == key:
+            return self._alpha_memo[1]
+        k = self.constraint
+        nxt, dead = k.nxt, k.dfa.dead
         alpha = [np.array([q0], dtype=np.int64)]
         for t in range(f, end):
             a = alpha[-1]
@@ -255,37 +370,9 @@ class AutomatonSession(ConstraintSession):
                 alpha.append(k.step_any(a))
             else:
                 b = np.unique(nxt[a, cls[t]])
-                alpha.append(b[b != d.dead])
-        # backward Viterbi over live states
-        V = np.full(d.n_states, NEG)
-        a_end = alpha[end - f]
-        V[a_end] = np.where(self.B[T - end][a_end], 0.0, NEG)
-        sw = _Sweep()
-        sw.f, sw.end, sw.q0, sw.alpha, sw.rows = f, end, q0, alpha, rows
-        row_at = {int(t): i for i, t in enumerate(rows)}
-        allowed = np.zeros((len(rows), d.n_classes), dtype=bool)
-        args: list = [None] * (end - f)
-        for t in range(end - 1, f - 1, -1):
-            a = alpha[t - f]
-            if not masked[t]:
-                v = V[nxt[a, cls[t]]]
-                args[t - f] = cls[t]
-            else:
-                cand = V[nxt[a]]  # [|a|, C]
-                i = row_at.get(t)
-                if i is not None:
-                    allowed[i] = np.isfinite(cand).any(axis=0)
-                    if scores is not None:
-                        cand = cand + scores[i]
-                j = cand.argmax(axis=1)
-                v = cand[np.arange(len(a)), j]
-                args[t - f] = (a, j)
-            V = np.full(d.n_states, NEG)
-            V[a] = v
-        sw.allowed, sw.args, sw.v0 = allowed, args, V[q0]
-        if not np.isfinite(sw.v0):
-            raise ConstraintViolation("no valid completion of the canvas exists (infeasible canvas)")
-        return sw
+                alpha.append(b[b != dead])
+        self._alpha_memo = (key, alpha)
+        return alpha
 
     def _decode(self, sw: _Sweep) -> np.ndarray:
         """Classes chosen by the Viterbi path at ``sw.rows``."""
