@@ -29,6 +29,7 @@ def test_json_result_fields(gen):
     assert set(r.timings) == {"model_s", "constraint_s", "total_s"}
     assert 1 <= r.nfe <= r.n_output_tokens
     assert r.n_forced >= 2  # at least the opening '{"' and the key are forced
+    assert r.forced_share <= 1.0  # the EOS tail is not counted as output
 
 
 @pytest.mark.parametrize("kw", [dict(block_length=8, tokens_per_step=2), dict(block_length=48, threshold=0.5),

@@ -132,12 +132,13 @@ class Generator:
         if valid and spec.kind == "json":
             value = parse_json_value(text, spec.model or spec.schema)
         n_out = next((i for i, t in enumerate(ids) if t == vocab.eos_id), len(ids))
+        n_forced = int(stats.forced_at[:n_out].sum()) if stats.forced_at is not None else 0
         result = Result(
             text=text, value=value, valid=valid, errors=[i.message for i in issues], nfe=stats.nfe,
             timings={"model_s": stats.model_s, "constraint_s": stats.constraint_s,
                      "total_s": time.perf_counter() - t_start},
             engine=constraint.engine, trace=stats.events, tokens=ids, n_output_tokens=n_out,
-            n_forced=stats.forced, steps=stats.steps, repair_rounds=rounds,
+            n_forced=n_forced, steps=stats.steps, repair_rounds=rounds,
         )
         if not valid and strict:
             raise GenerationError(

@@ -19,7 +19,8 @@ from .policy import CommitPolicy
 class LoopStats:
     nfe: int = 0
     steps: int = 0
-    forced: int = 0
+    forced: int = 0  # forced commits, EOS tail included (see ``forced_at`` for the final canvas)
+    forced_at: torch.Tensor | None = None  # bool [T]: the position's current token was forced
     model_s: float = 0.0
     constraint_s: float = 0.0
     events: list = field(default_factory=list)
@@ -68,6 +69,9 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
                 break
             canvas[new] = fz[new]
             stats.forced += int(new.sum())
+            if stats.forced_at is None:
+                stats.forced_at = torch.zeros(T, dtype=torch.bool, device=device)
+            stats.forced_at |= new
             emit("forced", torch.nonzero(new)[:, 0])
             if policy.window(canvas == MASK) == win:
                 break
@@ -103,6 +107,8 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
             prop.eligible &= ~outside
         pos = policy.choose(prop)
         canvas[pos] = prop.tokens[pos]
+        if stats.forced_at is not None:
+            stats.forced_at[pos] = False
         stats.constraint_s += time.perf_counter() - t0
         emit("model", pos)
     return canvas
