@@ -437,12 +437,8 @@ NESTED = {"type": "object", "required": ["a", "b"],
                                "properties": {k: {"type": "string"} for k in "cde"}}}}
 
 
-@pytest.mark.xfail(strict=True, raises=sg.CanvasTooSmallError, reason=(
-    "BUG (grammar engine): the frontier engine does not know how many tokens the shortest completion from "
-    "its current state needs, so random logits grow a string until the endgame (a few positions before the "
-    "canvas end) is too late to close the required members; generation ends in CanvasTooSmallError after "
-    "model calls, and GrammarConstraint.min_tokens() (3 here; the automaton's exact answer is 17) cannot "
-    "catch it up front"))
+# Found by these properties and fixed in the grammar engine (endgame search): random logits grew a
+# string until it was too late to close the required members.
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_grammar_engine_finishes_nested_object_inside_the_canvas(gen, seed):
     spec = sg.JsonSchema(NESTED)
@@ -451,11 +447,7 @@ def test_grammar_engine_finishes_nested_object_inside_the_canvas(gen, seed):
     check_released(r, spec, gen.compile(spec, "grammar"), gen, NESTED)
 
 
-@pytest.mark.xfail(strict=True, raises=sg.CanvasTooSmallError, reason=(
-    "BUG (grammar engine): format email never finishes: the endgame search (_finish_path) tries only the "
-    "first 8 allowed probe bytes per level and '@' is never among them inside a local part, so the string "
-    "runs to the canvas end and generation ends in CanvasTooSmallError (the automaton engine is fine); "
-    "auto routes here for recursive or large schemas with an email field"))
+# Found by these properties and fixed in the grammar engine: format email never finished.
 @pytest.mark.parametrize("seed", [0, 1])
 def test_grammar_engine_email_finishes(gen, seed):
     schema = {"type": "string", "format": "email"}

@@ -220,10 +220,21 @@ class GrammarConstraint(Constraint):
                 best = dp[i] + 1
         return int(best)
 
+    def shortest_known(self) -> int | None:
+        """Length in tokens of the shortest output the endgame search finds from the start: an upper
+        bound on the true minimum (``min_tokens() <= minimum <= shortest_known()``), None when the search
+        finds none. A canvas smaller than this may still work; one much smaller will likely not."""
+        return self._shortest_known
+
+    @cached_property
+    def _shortest_known(self) -> int | None:
+        path = GrammarSession(self, 1 << 20, "cpu")._finish_path(1 << 20, [4096])
+        return None if path is None else len(path)
+
     # -- sessions ------------------------------------------------------------------------------------
 
     def session(self, length: int, device: torch.device | str = "cpu", *, max_run: int = 64,
-                endgame: int = 32, search_budget: int = 64) -> "GrammarSession":
+                endgame: int = 32, search_budget: int = 256) -> "GrammarSession":
         """A session over ``length`` positions; see ``GrammarSession`` for ``max_run``/``endgame``."""
         return GrammarSession(self, length, device, max_run=max_run, endgame=endgame,
                               search_budget=search_budget)
@@ -278,7 +289,7 @@ class GrammarSession(ConstraintSession):
     """
 
     def __init__(self, constraint: GrammarConstraint, length: int, device: torch.device | str = "cpu",
-                 *, max_run: int = 64, endgame: int = 32, search_budget: int = 64):
+                 *, max_run: int = 64, endgame: int = 32, search_budget: int = 256):
         super().__init__(constraint, length, device)
         if max_run < 1 or endgame < 0 or search_budget < 0:
             raise ConfigError(f"max_run must be >= 1 and endgame, search_budget >= 0; got max_run={max_run}, "
@@ -290,11 +301,14 @@ class GrammarSession(ConstraintSession):
         self.search_budget = int(search_budget)
         self.c: GrammarConstraint = constraint
         self._probes = _probe_ids(constraint.vocab)
+        self._closes = _closing_tokens(constraint.vocab)
+        self._byte_class = _byte_classes(constraint.vocab)
         self._index = _vocab_index(constraint.vocab)
         self.eos = constraint.vocab.eos_id
         self.V = constraint.vocab.size
         self._m = constraint._root.deep_copy()
         self._out: list[int] = []  # output tokens consumed on self._m
+        self._search_rest_until = -1  # the endgame search found nothing: rest until this position
 
     # -- canvas bookkeeping --------------------------------------------------------------------------
 
@@ -409,62 +423,114 @@ class GrammarSession(ConstraintSession):
     # -- the endgame: finishing before the canvas ends -----------------------------------------------
 
     def _finish_path(self, k: int, budget: list[int]) -> list[int] | None:
-        """Some completion of the matcher's output in at most ``k`` tokens, or None if none was found.
+        """Some completion of the matcher's output in at most ``k`` tokens, or None if none was found
+        within ``budget`` search nodes (``_finish_dfs``). A path found is a real completion (not always
+        the shortest); None proves nothing. The matcher is left unchanged."""
+        return self._finish_dfs(k, budget, frozenset(), 0)
 
-        Iterative deepening (2, 4, 8, ... up to ``k`` tokens, so short completions are found first) of
-        ``_finish_dfs`` within ``budget`` expanded nodes in all. A path found is a real completion; None
-        proves nothing. The matcher is left unchanged."""
-        depth = 2
-        while True:
-            d = min(depth, k)
-            path = self._finish_dfs(d, budget, frozenset())
-            if path is not None or d >= k or budget[0] <= 0:
-                return path
-            depth *= 2
+    def _finish_dfs(self, k: int, budget: list[int], seen: frozenset, closing: int,
+                    raw: bytes | None = None) -> list[int] | None:
+        """Depth-first search for a completion in at most ``k`` tokens over probe tokens, following
+        forced bytes (``_finish_forced``).
 
-    def _finish_dfs(self, k: int, budget: list[int], seen: frozenset) -> list[int] | None:
-        """Depth-first search for a completion in at most ``k`` tokens over probe tokens (closing
-        punctuation first, then one token per printable byte), following forced bytes (spelled in the
-        fewest tokens). ``seen`` holds the grammar masks met since the last forced bytes: a token that
-        leads back to one of them (more string content, another digit, ``,a,a``) is no progress and is
-        not expanded. At most 4 children are expanded per node, each costing one unit of ``budget``."""
+        At each node the allowed probes (``_probe_ids``: closing bytes, punctuation tokens, one token
+        per printable byte) are looked at in order: one that completes the output ends the search; one
+        whose grammar mask is in ``seen`` (the masks met since the last forced bytes: more string
+        content, another digit, ``,a,a``) is no progress and dropped, with the rest of its letters or
+        digits, unless it holds a closing bracket (closing a level can leave the mask as it was;
+        ``closing`` counts such steps in a row, at most 4, since a bracket can also be content). The
+        others are expanded (at most 4) most constrained first: forced bytes, then the fewest tokens
+        allowed after them (a closed object allows ``,`` and ``}``; an opened key, any character).
+        ``budget`` counts the grammar masks computed; the search stops when it is spent. ``raw`` is
+        this node's mask when the parent computed it."""
         m = self._m
         if m.is_accepting():
             return []
         if k <= 0 or budget[0] <= 0:
             return None
-        ff = self._forced_fewest()
-        if ff:
-            if len(ff) > k:
-                return None
-            n = m.try_consume_tokens(ff)
-            try:
-                sub = self._finish_dfs(k - n, budget, frozenset()) if n == len(ff) else None
-            finally:
-                m.rollback(n)
-            return None if sub is None else list(ff) + sub
-        raw = m.compute_bitmask()
-        if raw in seen:
-            return None
-        budget[0] -= 1
+        if raw is None:
+            forced = bytes(m.compute_ff_bytes())
+            if forced:
+                return self._finish_forced(forced, k, budget)
+            raw = m.compute_bitmask()
+            budget[0] -= 1
         seen = seen | {raw}
         bm = np.frombuffer(raw, dtype=np.uint8)
         probes = self._probes
         ok = ((bm[probes >> 3] >> (probes & 7)) & 1).astype(bool)
-        expanded = 0
-        for t in probes[ok][:48].tolist():
-            if m.try_consume_tokens([t]) != 1:
+        children: list[tuple[int, int, int, bytes | None, bool]] = []
+        idle: set[int] = set()  # byte classes (digit, lower, upper) found to be no progress here
+        for order, t in enumerate(probes[ok].tolist()):
+            cls = self._byte_class[t]
+            if cls in idle or m.try_consume_tokens([t]) != 1:
                 continue
             try:
-                if not m.is_accepting() and not m.compute_ff_bytes() and m.compute_bitmask() in seen:
-                    continue  # no progress: not expanded
-                expanded += 1
-                sub = self._finish_dfs(k - 1, budget, seen)
+                if m.is_accepting():
+                    return [t]
+                if k == 1:
+                    continue  # one token left: it must complete the output
+                if m.compute_ff_bytes():
+                    children.append((-1, order, t, None, False))
+                    continue
+                if budget[0] <= 0 or len(children) >= 16:
+                    break
+                budget[0] -= 1
+                child = m.compute_bitmask()
+                exempt = bool(self._closes[t]) and closing < 4
+                if child in seen and not exempt:
+                    if cls:
+                        idle.add(cls)  # another letter of an identifier is no progress either
+                    continue
+                children.append((int.from_bytes(child, "little").bit_count(), order, t, child, exempt))
+            finally:
+                m.rollback(1)
+        children.sort()
+        for _, _, t, child, exempt in children[:4]:
+            m.try_consume_tokens([t])
+            try:
+                sub = self._finish_dfs(k - 1, budget, seen, closing + 1 if exempt else 0, child)
             finally:
                 m.rollback(1)
             if sub is not None:
                 return [t] + sub
-            if budget[0] <= 0 or expanded >= 4:
+            if budget[0] <= 0:
+                break
+        return None
+
+    def _finish_forced(self, forced: bytes, k: int, budget: list[int]) -> list[int] | None:
+        """``_finish_dfs`` at a state where the grammar forces ``forced``: spell them in the fewest
+        tokens, or in the fewest up to a token that runs past them (``":`` forced, ``":"`` taken)."""
+        m = self._m
+        budget[0] -= 1
+        for head, tails in self._index.spellings(forced):
+            if len(head) + (tails is not None) > k:
+                continue
+            n = m.try_consume_tokens(head)
+            try:
+                if n < len(head):
+                    continue
+                if tails is None:
+                    sub = self._finish_dfs(k - n, budget, frozenset(), 0)
+                    if sub is not None:
+                        return head + sub
+                    continue
+                tried = 0
+                for t in tails:
+                    if m.try_consume_tokens([t]) != 1:
+                        continue
+                    try:
+                        sub = self._finish_dfs(k - n - 1, budget, frozenset(), 0)
+                    finally:
+                        m.rollback(1)
+                    if sub is not None:
+                        return head + [t] + sub
+                    tried += 1
+                    if tried >= 4 or budget[0] <= 0:
+                        break
+            finally:
+                if n:
+                    m.rollback(n)
+            if budget[0] <= 0:
                 break
         return None
 
@@ -490,25 +556,30 @@ class GrammarSession(ConstraintSession):
         finally:
             m.rollback(1)
 
-    def _steer(self, tok: int, r: int, plan: list[int] | None) -> tuple[int, list[int] | None]:
-        """Choose the token ``r`` positions before the output's deadline so that it can still be finished.
+    def _steer(self, tok: int, r: int, plan: list[int] | None, pos: int) -> tuple[int, list[int] | None]:
+        """Choose the token at ``pos``, ``r`` positions before the output's deadline, so that the output
+        can still be finished.
 
         ``plan`` is a completion from the current state found at the previous position (or None). The
         model's choice ``tok`` is kept when it follows the plan or a completion in ``r - 1`` tokens is
         found after it; otherwise the plan's first token (EOS when the output is already complete) is
         taken, searching for a plan when there is none. When no completion is found at all the model's
-        choice stands. Returns (token, a completion after it or None); at most two searches.
+        choice stands, and the searches rest for the next 8 positions (they would fail again) unless the
+        deadline is within 8. Returns (token, a completion after it or None); at most two searches.
         """
         if plan is not None and len(plan) > r:
             plan = None
         if plan and plan[0] == tok:
             return tok, plan[1:]
-        after = self._path_after(tok, r - 1, self.search_budget // 4 if plan is not None else self.search_budget)
+        if plan is None and pos < self._search_rest_until and r > 8:
+            return tok, None
+        after = self._path_after(tok, r - 1, self.search_budget)
         if after is not None:
             return tok, after
         if plan is None:
             plan = self._finish_path(r, [self.search_budget])
         if plan is None:
+            self._search_rest_until = pos + 8
             return tok, None
         if not plan:
             return self.eos, []
@@ -553,16 +624,19 @@ class GrammarSession(ConstraintSession):
         return None
 
     def _steer_hole(self, tok: int, r: int, plan: list[int] | None, seg: list[int], need_end: bool,
-                    tops: list[list[int]]) -> tuple[int, list[int] | None]:
+                    tops: list[list[int]], pos: int) -> tuple[int, list[int] | None]:
         """Choose the token ``r`` positions before a committed segment (a hole the sampler re-masked) so
         that the hole can still be filled to let the segment follow: the model's choice when a filling
         of the rest is found after it, else the first token of a filling found from here (``plan``, a
         filling from the current state found at the previous position, is reused when the model
-        follows it). When no filling is found the model's choice stands."""
+        follows it). When no filling is found the model's choice stands and the searches rest for the
+        next 8 positions, as in ``_steer``."""
         if plan is not None and len(plan) != r:
             plan = None
         if plan and plan[0] == tok:
             return tok, plan[1:]
+        if plan is None and pos < self._search_rest_until and r > 2:
+            return tok, None
         if tok != self.eos and self._m.try_consume_tokens([tok]) == 1:
             try:
                 after = self._hole_path(r - 1, seg, need_end, tops[1:], [self.search_budget])
@@ -574,6 +648,7 @@ class GrammarSession(ConstraintSession):
             plan = self._hole_path(r, seg, need_end, tops, [self.search_budget])
         if plan:
             return plan[0], plan[1:]
+        self._search_rest_until = pos + 8
         return tok, None
 
     def _argmax(self, bm: np.ndarray, scores: torch.Tensor, eos_ok: bool) -> int | None:
@@ -709,6 +784,12 @@ class GrammarSession(ConstraintSession):
         bms: list[np.ndarray] = []
         eos_flags: list[bool] = []
         plan: list[int] | None = None  # a completion (or hole filling) found at the previous position
+        zone = self.endgame  # steer this many positions before the deadline
+        if deadline and self.endgame and j - v.f > self.endgame:
+            # a long output may need more than the endgame to finish: widen it to twice a completion
+            # found from here (or to everything when none is found), and start from that completion
+            plan = self._finish_path(j - v.f, [4 * self.search_budget])
+            zone = j - v.f if plan is None else max(self.endgame, 2 * len(plan) + 8)
         tops: list[list[int]] | None = None
         tops_from = v.f
         consumed = 0
@@ -723,8 +804,9 @@ class GrammarSession(ConstraintSession):
                         if i == 0:
                             raise self._stuck(v, j)
                         break
-                if deadline and pos < j - 1 and j - pos <= self.endgame:
-                    tok, plan = self._steer(tok, j - pos, plan)
+                model_tok = tok
+                if deadline and pos < j - 1 and j - pos <= zone:
+                    tok, plan = self._steer(tok, j - pos, plan, pos)
                 elif not deadline and pos < j - 1 and j - pos <= self.endgame:
                     if tops is None:  # the model's likeliest tokens at each position up to the segment
                         rows_ahead = logprobs[pos:j, : self.V]
@@ -732,7 +814,11 @@ class GrammarSession(ConstraintSession):
                             rows_ahead = rows_ahead + noise[pos:j, : self.V].to(rows_ahead.dtype)
                         tops = rows_ahead.topk(min(8, self.V), dim=-1).indices.tolist()
                         tops_from = pos
-                    tok, plan = self._steer_hole(tok, j - pos, plan, seg, need_end, tops[pos - tops_from:])
+                    tok, plan = self._steer_hole(tok, j - pos, plan, seg, need_end, tops[pos - tops_from:], pos)
+                else:  # not steered here: a plan stays valid only if the token follows it
+                    plan = plan[1:] if plan and plan[0] == tok else None
+                if tok != model_tok and not (self._allowed_np(bm, tok) and (tok != eos or eos_ok)):
+                    tok, plan = model_tok, None  # never happens with a plan made for this state
                 if pos == j - 1 and not self._fits(tok, seg, need_end):
                     # the last position before the committed segment / the canvas end
                     if i > 0:
@@ -1021,6 +1107,7 @@ class _VocabIndex:
                 self.ids.setdefault(b, i)
         self.ordered = sorted(self.ids)
         self.maxlen = max((len(b) for b in self.ids), default=1)
+        self._spell: dict[bytes, list] = {}
 
     def cover(self, data: bytes) -> tuple[list[int], list[int]]:
         """Shortest tokenizations of every prefix of ``data``: (token counts, where the last token starts);
@@ -1054,6 +1141,46 @@ class _VocabIndex:
         k = bisect.bisect_right(self.ordered, data)
         return k < len(self.ordered) and self.ordered[k].startswith(data)
 
+    def longer(self, data: bytes, limit: int = 256) -> list[int]:
+        """Ids of tokens strictly longer than ``data`` that start with it, those closing the most
+        brackets first, then the longest (the first ``limit`` in byte order are looked at)."""
+        k = bisect.bisect_right(self.ordered, data)
+        out = []
+        while k < len(self.ordered) and len(out) < limit and self.ordered[k].startswith(data):
+            out.append(self.ordered[k])
+            k += 1
+        return [self.ids[b] for b in sorted(out, key=lambda b: (-sum(c in _CLOSING for c in b), -len(b)))]
+
+    def spellings(self, forced: bytes) -> list[tuple[list[int], list[int] | None]]:
+        """Ways to spell bytes the grammar forces, fewest tokens first: (head, tails) where ``head``
+        spells a prefix ``forced[:i]`` in the fewest tokens and ``tails`` are the tokens that start with
+        the rest and run past it (None: ``head`` spells all of ``forced``). Cached."""
+        hit = self._spell.get(forced)
+        if hit is not None:
+            return hit
+        dp, back = self.cover(forced)
+        n = len(forced)
+        opts: list[tuple[int, int]] = []
+        if dp[n] <= n:
+            opts.append((dp[n], n))
+        for i in range(n):
+            if dp[i] <= n and n - i < self.maxlen and self.extends(forced[i:]):
+                opts.append((dp[i] + 1, i))
+        opts.sort(key=lambda o: (o[0], o[1] == n, -o[1]))  # fewest tokens; at a tie, a token that runs on
+
+        def head(i: int) -> list[int]:
+            ids, j = [], i
+            while j > 0:
+                ids.append(self.ids[forced[back[j]:j]])
+                j = back[j]
+            return ids[::-1]
+
+        hit = [(head(i), None if i == n else self.longer(forced[i:])) for _, i in opts[:3]]
+        if len(self._spell) > 4096:
+            self._spell.clear()
+        self._spell[forced] = hit
+        return hit
+
 
 _INDEXES: dict[str, _VocabIndex] = {}
 
@@ -1066,27 +1193,56 @@ def _vocab_index(vocab: TokenVocab) -> _VocabIndex:
 
 
 _PROBES: dict[str, np.ndarray] = {}
-_CLOSERS = set(b"\"')]}>")
-_PROBE_BYTES = b"\")]}>'0a1x_;,.:-=+*/!?|&#@$%^~`<[{(\\ \n\t" + bytes(range(0x62, 0x7B)) + bytes(range(0x41, 0x5B)) + bytes(range(0x32, 0x3A))
+_CLOSING = set(b")]}>")
+_PUNCT = set(b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ ")
+# single-byte probes in order: the closing bytes (the first six), punctuation, then digits and letters
+_PROBE_BYTES = (b"\")]}>'0a1x_;,.:-=+*/!?|&#@$%^~`<[{(\\ \n\t"
+                + bytes(range(0x62, 0x7B)) + bytes(range(0x41, 0x5B)) + bytes(range(0x32, 0x3A)))
+
+
+_CLOSES: dict[str, np.ndarray] = {}
+
+
+def _closing_tokens(vocab: TokenVocab) -> np.ndarray:
+    """bool[V]: tokens that hold a closing bracket (``)`` ``]`` ``}`` ``>``)."""
+    hit = _CLOSES.get(vocab.key)
+    if hit is None:
+        hit = np.array([any(c in _CLOSING for c in b) for b in vocab.token_bytes], dtype=bool)
+        _CLOSES[vocab.key] = hit
+    return hit
+
+
+def _byte_classes(vocab: TokenVocab) -> dict[int, int]:
+    """Class of each single-byte probe token: 1 digit, 2 lowercase, 3 uppercase letter, 0 other."""
+    out: dict[int, int] = {}
+    for t in _probe_ids(vocab).tolist():
+        b = vocab.token_bytes[t]
+        c = b[0] if len(b) == 1 else -1
+        out[t] = 1 if 48 <= c <= 57 else 2 if 97 <= c <= 122 else 3 if 65 <= c <= 90 else 0
+    return out
 
 
 def _probe_ids(vocab: TokenVocab) -> np.ndarray:
-    """Token ids the endgame search tries, in order: tokens made only of closing punctuation (longest
-    first, so one token closes several levels), then single bytes (punctuation, digits, letters, then a
-    few UTF-8 continuation bytes)."""
+    """Token ids the endgame search tries, in order: the single closing bytes (``"`` ``)`` ``]`` ``}``
+    ``>`` ``'``); 24 tokens made only of punctuation and spaces, those closing the most brackets first,
+    then the longest (``"}]}``, then ``","``); the other single bytes (punctuation, digits, letters);
+    40 more punctuation tokens; a few UTF-8 continuation bytes (to finish a character a token left
+    half-written)."""
     hit = _PROBES.get(vocab.key)
     if hit is None:
-        closers, singles, continuations = [], {}, []
+        multi, singles, continuations = [], {}, []
         for i, (b, sp) in enumerate(zip(vocab.token_bytes, vocab.special)):
             if sp or not b:
                 continue
-            if 1 < len(b) <= 8 and all(c in _CLOSERS for c in b):
-                closers.append((-len(b), i))
+            if 1 < len(b) <= 8 and all(c in _PUNCT for c in b):
+                multi.append((-sum(c in _CLOSING for c in b), -len(b), i))
             elif len(b) == 1 and b[0] in _PROBE_BYTES and b[0] not in singles:
                 singles[b[0]] = i
             elif len(b) == 1 and b[0] in (0x80, 0x90, 0xA0, 0xBF):
-                continuations.append(i)  # to finish a character a token left half-written
-        order = [i for _, i in sorted(closers)] + [singles[c] for c in _PROBE_BYTES if c in singles] + continuations
+                continuations.append(i)
+        multi = [i for *_, i in sorted(multi)[:64]]
+        order = [singles[c] for c in _PROBE_BYTES[:6] if c in singles] + multi[:24]
+        order += [singles[c] for c in _PROBE_BYTES[6:] if c in singles] + multi[24:] + continuations
         hit = np.asarray(list(dict.fromkeys(order)), dtype=np.int64)
         _PROBES[vocab.key] = hit
     return hit
