@@ -40,7 +40,6 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
     """Fill every masked position of ``canvas`` (in place) and return it."""
     device = canvas.device
     P, T = prompt_ids.shape[0], canvas.shape[0]
-    windowed = session.constraint.engine == "automaton"
     mask_id = model.mask_id
 
     def emit(kind: str, positions: torch.Tensor, note: str = "") -> None:
@@ -62,7 +61,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
                 break
             win = policy.window(masked)
             t0 = time.perf_counter()
-            fz = session.forced(canvas, window=win) if windowed else session.forced(canvas)
+            fz = session.forced(canvas, window=win)
             stats.constraint_s += time.perf_counter() - t0
             new = (fz != MASK) & masked
             if not bool(new.any()):
@@ -98,13 +97,9 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         stats.model_s += time.perf_counter() - t0
         # 3. constrained proposal and commits
         t0 = time.perf_counter()
-        if windowed:
-            prop = session.propose(canvas, logprobs, window=win, noise=noise)
-        else:
-            prop = session.propose(canvas, logprobs if noise is None else logprobs + noise)
-            outside = torch.ones_like(prop.eligible)
-            outside[w0:w1] = False
-            prop.eligible &= ~outside
+        prop = session.propose(canvas, logprobs, window=win, noise=noise)
+        prop.eligible[:w0] = False  # commits stay inside the block, whatever the engine proposed
+        prop.eligible[w1:] = False
         pos = policy.choose(prop)
         canvas[pos] = prop.tokens[pos]
         if stats.forced_at is not None:
