@@ -510,3 +510,22 @@ def test_window_clips_the_run_and_noise_steers_the_choice(arith, vocab):
     expect = torch.exp(lp[0, two] - torch.logsumexp(lp[0][allowed0], 0))  # confidence ignores the noise
     assert torch.isclose(p.confidence[0], expect, atol=1e-5)
     assert (s.forced(canvas, window=(0, 4)) == s.forced(canvas)).all()
+
+
+NESTED = {"type": "object", "required": ["a", "b"],
+          "properties": {"a": {"type": "string"},
+                         "b": {"type": "object", "required": ["c", "d", "e"],
+                               "properties": {k: {"type": "string"} for k in "cde"}}}}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_required_members_and_formats_finish_in_a_tight_canvas(tok4k, seed):
+    # the shortest output of NESTED is 17 tokens: strings must be closed early enough to fit the rest
+    c = build(JsonSchema(NESTED), tok4k)
+    assert c.min_tokens() <= 17 <= c.shortest_known()
+    value = json.loads(c.vocab.decode(generate(c, 24, seed, max_commit=2).tolist()))
+    jsonschema.validate(value, NESTED)
+    email = {"type": "string", "format": "email"}
+    e = build(JsonSchema(email), tok4k)
+    text = e.vocab.decode(generate(e, 24, seed, max_commit=2).tolist())
+    assert "@" in json.loads(text) and e.accepts(e.vocab.encode(text))

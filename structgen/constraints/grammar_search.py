@@ -1,0 +1,218 @@
+"""The grammar engine's completion search: finishing the output inside the canvas.
+
+This module owns ``_EndgameSearch``, the ``GrammarSession`` mixin that searches llguidance's matcher for
+a completion of the output in at most k tokens (``_finish_path``: probe tokens, forced bytes spelled in
+the fewest tokens, a budget of grammar masks) and for exactly k tokens after which a committed segment
+can follow (``_hole_path``, steered by ``_steer_hole``). The model-facing choice at the output's
+deadline (``_steer``) stays on the session. The searches always leave the matcher as they found it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class _EndgameSearch:
+    """``GrammarSession`` methods that search for completions (see the module docstring)."""
+
+    # -- the endgame: finishing before the canvas ends -----------------------------------------------
+
+    def _finish_path(self, k: int, budget: list[int]) -> list[int] | None:
+        """Some completion of the matcher's output in at most ``k`` tokens, or None if none was found
+        within ``budget`` search nodes (``_finish_dfs``). A path found is a real completion (not always
+        the shortest); None proves nothing. The matcher is left unchanged."""
+        return self._finish_dfs(k, budget, frozenset(), 0)
+
+    def _finish_dfs(self, k: int, budget: list[int], seen: frozenset, closing: int,
+                    raw: bytes | None = None) -> list[int] | None:
+        """Depth-first search for a completion in at most ``k`` tokens over probe tokens, following
+        forced bytes (``_finish_forced``).
+
+        At each node the allowed probes (``_probe_ids``: closing bytes, punctuation tokens, one token
+        per printable byte) are looked at in order: one that completes the output ends the search; one
+        whose grammar mask is in ``seen`` (the masks met since the last forced bytes: more string
+        content, another digit, ``,a,a``) is no progress and dropped, with the rest of its letters or
+        digits, unless it holds a closing bracket (closing a level can leave the mask as it was;
+        ``closing`` counts such steps in a row, at most 4, since a bracket can also be content). The
+        others are expanded (at most 4) most constrained first: forced bytes, then the fewest tokens
+        allowed after them (a closed object allows ``,`` and ``}``; an opened key, any character).
+        ``budget`` counts the grammar masks computed; the search stops when it is spent. ``raw`` is
+        this node's mask when the parent computed it."""
+        m = self._m
+        if m.is_accepting():
+            return []
+        if k <= 0 or budget[0] <= 0:
+            return None
+        if raw is None:
+            forced = bytes(m.compute_ff_bytes())
+            if forced:
+                return self._finish_forced(forced, k, budget)
+            raw = m.compute_bitmask()
+            budget[0] -= 1
+        seen = seen | {raw}
+        bm = np.frombuffer(raw, dtype=np.uint8)
+        probes = self._probes
+        ok = ((bm[probes >> 3] >> (probes & 7)) & 1).astype(bool)
+        children: list[tuple[int, int, int, bytes | None, bool]] = []
+        idle: set[int] = set()  # byte classes (digit, lower, upper) found to be no progress here
+        for order, t in enumerate(probes[ok].tolist()):
+            cls = self._byte_class[t]
+            if cls in idle or m.try_consume_tokens([t]) != 1:
+                continue
+            try:
+                if m.is_accepting():
+                    return [t]
+                if k == 1:
+                    continue  # one token left: it must complete the output
+                if m.compute_ff_bytes():
+                    children.append((-1, order, t, None, False))
+                    continue
+                if budget[0] <= 0 or len(children) >= 16:
+                    break
+                budget[0] -= 1
+                child = m.compute_bitmask()
+                exempt = bool(self._closes[t]) and closing < 4
+                if child in seen and not exempt:
+                    if cls:
+                        idle.add(cls)  # another letter of an identifier is no progress either
+                    continue
+                children.append((int.from_bytes(child, "little").bit_count(), order, t, child, exempt))
+            finally:
+                m.rollback(1)
+        children.sort()
+        for _, _, t, child, exempt in children[:4]:
+            m.try_consume_tokens([t])
+            try:
+                sub = self._finish_dfs(k - 1, budget, seen, closing + 1 if exempt else 0, child)
+            finally:
+                m.rollback(1)
+            if sub is not None:
+                return [t] + sub
+            if budget[0] <= 0:
+                break
+        return None
+
+    def _finish_forced(self, forced: bytes, k: int, budget: list[int]) -> list[int] | None:
+        """``_finish_dfs`` at a state where the grammar forces ``forced``: spell them in the fewest
+        tokens, or in the fewest up to a token that runs past them (``":`` forced, ``":"`` taken)."""
+        m = self._m
+        budget[0] -= 1
+        for head, tails in self._index.spellings(forced):
+            if len(head) + (tails is not None) > k:
+                continue
+            n = m.try_consume_tokens(head)
+            try:
+                if n < len(head):
+                    continue
+                if tails is None:
+                    sub = self._finish_dfs(k - n, budget, frozenset(), 0)
+                    if sub is not None:
+                        return head + sub
+                    continue
+                tried = 0
+                for t in tails:
+                    if m.try_consume_tokens([t]) != 1:
+                        continue
+                    try:
+                        sub = self._finish_dfs(k - n - 1, budget, frozenset(), 0)
+                    finally:
+                        m.rollback(1)
+                    if sub is not None:
+                        return head + [t] + sub
+                    tried += 1
+                    if tried >= 4 or budget[0] <= 0:
+                        break
+            finally:
+                if n:
+                    m.rollback(n)
+            if budget[0] <= 0:
+                break
+        return None
+
+    def _forced_fewest(self) -> list[int]:
+        """The bytes the grammar forces now, spelled in as few tokens as possible (llguidance's
+        fast-forward tokens use the tokenizer's canonical split, which can take more)."""
+        m = self._m
+        data = bytes(m.compute_ff_bytes())
+        if not data:
+            return []
+        ids = self._index.fewest_tokens(data)
+        return ids if ids is not None else m.compute_ff_tokens()
+
+    def _path_after(self, tok: int, k: int, budget: int) -> list[int] | None:
+        """A completion of at most ``k`` more tokens after ``tok`` (found by ``_finish_path``), or None."""
+        if tok == self.eos:
+            return []
+        m = self._m
+        if m.try_consume_tokens([tok]) != 1:
+            return None
+        try:
+            return self._finish_path(k, [budget])
+        finally:
+            m.rollback(1)
+
+    def _goal(self, seg: list[int], need_end: bool) -> bool:
+        """Whether the committed segment can follow the matcher's current state."""
+        m = self._m
+        n = m.try_consume_tokens(seg) if seg else 0
+        ok = n == len(seg) and (not need_end or m.is_accepting())
+        if n:
+            m.rollback(n)
+        return ok
+
+    def _hole_path(self, k: int, seg: list[int], need_end: bool, tops: list[list[int]],
+                   budget: list[int]) -> list[int] | None:
+        """Exactly ``k`` tokens after which the committed segment can follow, or None if none was found.
+
+        A depth-first search within ``budget`` nodes; at each position it tries the model's likeliest
+        allowed tokens there (``tops``, one list per position) and then the probe tokens."""
+        if k == 0:
+            return [] if self._goal(seg, need_end) else None
+        if budget[0] <= 0:
+            return None
+        budget[0] -= 1
+        m = self._m
+        bm = self._bitmask()
+        probes = self._probes
+        ok = ((bm[probes >> 3] >> (probes & 7)) & 1).astype(bool)
+        likely = [t for t in tops[0] if self._allowed_np(bm, t) and t != self.eos][:4] if tops else []
+        for t in dict.fromkeys(likely + probes[ok][:8].tolist()):
+            if m.try_consume_tokens([t]) != 1:
+                continue
+            try:
+                sub = self._hole_path(k - 1, seg, need_end, tops[1:], budget)
+            finally:
+                m.rollback(1)
+            if sub is not None:
+                return [t] + sub
+            if budget[0] <= 0:
+                break
+        return None
+
+    def _steer_hole(self, tok: int, r: int, plan: list[int] | None, seg: list[int], need_end: bool,
+                    tops: list[list[int]], pos: int) -> tuple[int, list[int] | None]:
+        """Choose the token ``r`` positions before a committed segment (a hole the sampler re-masked) so
+        that the hole can still be filled to let the segment follow: the model's choice when a filling
+        of the rest is found after it, else the first token of a filling found from here (``plan``, a
+        filling from the current state found at the previous position, is reused when the model
+        follows it). When no filling is found the model's choice stands and the searches rest for the
+        next 8 positions, as in ``_steer``."""
+        if plan is not None and len(plan) != r:
+            plan = None
+        if plan and plan[0] == tok:
+            return tok, plan[1:]
+        if plan is None and pos < self._search_rest_until and r > 2:
+            return tok, None
+        if tok != self.eos and self._m.try_consume_tokens([tok]) == 1:
+            try:
+                after = self._hole_path(r - 1, seg, need_end, tops[1:], [self.search_budget])
+            finally:
+                self._m.rollback(1)
+            if after is not None:
+                return tok, after
+        if plan is None:
+            plan = self._hole_path(r, seg, need_end, tops, [self.search_budget])
+        if plan:
+            return plan[0], plan[1:]
+        self._search_rest_until = pos + 8
+        return tok, None
