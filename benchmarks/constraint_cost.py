@@ -432,7 +432,7 @@ def main(argv=None) -> int:
     device = torch.device(args.device)
 
     import structgen as sg
-    from structgen.constraints.automaton import AutomatonSession
+    from structgen.constraints.automaton_session import AutomatonSession
     from structgen.constraints.grammar import GrammarSession
 
     def names(text):
