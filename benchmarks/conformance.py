@@ -144,18 +144,13 @@ def load_cases(data: Path, *, limit: int | None = None, maskbench_every: int = 1
 
 
 def _resolve_local(ref: str, root: Any) -> Any:
-    node = root
-    for part in ref[1:].split("/"):
-        if not part:
-            continue
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    """The subschema a local ``$ref`` points at, or None."""
+    from structgen.constraints.json_regex import AutomatonUnsupported, resolve_ref
+
+    try:
+        return resolve_ref(ref, root)
+    except AutomatonUnsupported:
+        return None
 
 
 def _property_order(schema: Any, root: Any, depth: int = 0) -> tuple[list[str], dict]:

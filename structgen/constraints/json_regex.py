@@ -20,7 +20,8 @@ class AutomatonUnsupported(Exception):
     """The spec cannot (or should not) be held by the token automaton; use the grammar engine."""
 
 
-def _resolve(ref: str, root: dict):
+def resolve_ref(ref: str, root: dict):
+    """The subschema a local ``$ref`` points at (AutomatonUnsupported for remote or broken refs)."""
     if not ref.startswith("#"):
         raise AutomatonUnsupported(f"remote $ref {ref!r}")
     node = root
@@ -46,7 +47,7 @@ def estimate_size(schema, root: dict | None = None, stack: tuple = ()) -> float:
         ref = schema["$ref"]
         if ref in stack:
             raise AutomatonUnsupported(f"recursive $ref {ref!r}")
-        return estimate_size(_resolve(ref, root), root, stack + (ref,)) + 10
+        return estimate_size(resolve_ref(ref, root), root, stack + (ref,)) + 10
     total = 0.0
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema and isinstance(schema[key], list):
@@ -140,10 +141,7 @@ def check_automaton_fit(schema, root: dict | None = None) -> None:
             if isinstance(v, int) and not isinstance(v, bool) and v > bound:
                 raise AutomatonUnsupported(f"{key}={v} (automaton states would multiply)")
         if "$ref" in node and isinstance(node["$ref"], str):
-            try:
-                walk(_resolve(node["$ref"], root), True)
-            except AutomatonUnsupported:
-                raise
+            walk(resolve_ref(node["$ref"], root), True)
         for k, v in node.items():
             if k in ("enum", "const", "default", "examples", "required"):
                 continue
