@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import structgen as sg
-from structgen.constraints.automaton import AutomatonConstraint
 from structgen.constraints.base import MASK
 from structgen.constraints.placeholders import int_range_regex
 from structgen.constraints.vocab import TokenVocab
