@@ -91,8 +91,9 @@ class AutomatonSession(ConstraintSession):
         return q
 
     def _sweep(self, c: np.ndarray, rows: np.ndarray, scores: np.ndarray | None) -> _Sweep:
-        """Forward live sets, then a backward pass over ``[f, end)`` that scores ``rows`` with ``scores``
-        ([len(rows), C] class scores; None = feasibility only) and collects allowed classes there."""
+        """Forward live sets, then a backward pass over ``[f, end)``: with ``scores`` None, reachability and
+        the allowed classes at ``rows``; else the Viterbi pass scoring ``rows`` with ``scores``
+        ([len(rows), C] class scores) and the argmax class per live state for the decode."""
         k = self.constraint
         d, nxt = k.dfa, k.nxt
         T = self.length
@@ -143,25 +144,22 @@ class AutomatonSession(ConstraintSession):
                     args[t - f] = cls[t]
                 else:
                     # only the live (non-dead) transitions of the set: a segment max per source state
-                    src_has, e_cls, e_tgt, starts = self._sparse_rows(a)
+                    src_has, e_cls, e_tgt, starts, seg_of, pos = self._sparse_rows(a)
                     vals = V[e_tgt]
                     i = row_at.get(t)
                     if i is not None:
-                        allowed[i, e_cls[np.isfinite(vals)]] = True
-                        vals = vals + scores[i][e_cls]
+                        vals += scores[i][e_cls]
                     v = np.full(len(a), NEG, dtype=np.float32)
                     j = np.zeros(len(a), dtype=np.int64)
                     if len(vals):
                         seg_max = np.maximum.reduceat(vals, starts)
-                        pos = np.arange(len(vals))
-                        is_max = vals == np.repeat(seg_max, np.diff(np.append(starts, len(vals))))
-                        first = np.minimum.reduceat(np.where(is_max, pos, len(vals)), starts)
+                        first = np.minimum.reduceat(np.where(vals == seg_max[seg_of], pos, len(vals)), starts)
                         v[src_has] = seg_max
                         j[src_has] = e_cls[np.minimum(first, len(vals) - 1)]
                     args[t - f] = (a, j)
                 V = np.full(d.n_states, NEG, dtype=np.float32)
                 V[a] = v
-            sw.allowed, sw.args, sw.v0 = allowed, args, V[q0]
+            sw.allowed, sw.args, sw.v0 = None, args, V[q0]  # allowed classes: the feasibility sweep
         if not np.isfinite(sw.v0):
             raise ConstraintViolation("no valid completion of the canvas exists (infeasible canvas)")
         return sw
@@ -180,17 +178,19 @@ class AutomatonSession(ConstraintSession):
 
     def _sparse_rows(self, a: np.ndarray):
         """The non-dead transitions out of live set ``a``, grouped by source state (cached):
-        (indices into ``a`` that have any, their classes, their targets, segment starts)."""
+        (indices into ``a`` that have any, their classes, their targets, segment starts, the segment of each
+        transition, and 0..n-1)."""
         key = a.tobytes()
         r = self._sparse_cache.get(key)
         if r is None:
             rows = self._next_rows(a)
             src, cl = np.nonzero(rows != self.constraint.dfa.dead)
             tgt = rows[src, cl]
-            has, starts = np.unique(src, return_index=True)
+            has, starts, counts = np.unique(src, return_index=True, return_counts=True)
+            seg_of = np.repeat(np.arange(len(has)), counts)
             if len(self._sparse_cache) >= 256:
                 self._sparse_cache.clear()
-            r = self._sparse_cache[key] = (has, cl, tgt, starts)
+            r = self._sparse_cache[key] = (has, cl, tgt, starts, seg_of, np.arange(len(tgt)))
         return r
 
     def _next_rows(self, a: np.ndarray) -> np.ndarray:
@@ -324,7 +324,8 @@ class AutomatonSession(ConstraintSession):
         in_class = tb.class_of[None, :] == chosen[:, None]
         tok = sc.masked_fill(~in_class, NEG).argmax(dim=1)
         # confidence: probability of the token renormalised over the tokens allowed at its position
-        allowed_tok = torch.as_tensor(sw.allowed, device=dev).gather(1, cls_idx)
+        allowed = self._feasibility(c, rows).allowed  # memoised: forced() swept this canvas already
+        allowed_tok = torch.as_tensor(allowed, device=dev).gather(1, cls_idx)
         lse = torch.logsumexp(lp.masked_fill(~allowed_tok, NEG), dim=1)
         p = torch.exp(lp.gather(1, tok[:, None])[:, 0] - lse)
         tokens[r] = tok
