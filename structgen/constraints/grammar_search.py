@@ -80,17 +80,10 @@ class _EndgameSearch:
             finally:
                 m.rollback(1)
         children.sort()
-        for _, _, t, child, exempt in children[:4]:
-            m.try_consume_tokens([t])
-            try:
-                sub = self._finish_dfs(k - 1, budget, seen, closing + 1 if exempt else 0, child)
-            finally:
-                m.rollback(1)
-            if sub is not None:
-                return [t] + sub
-            if budget[0] <= 0:
-                break
-        return None
+        nxt = {t: (child, exempt) for _, _, t, child, exempt in children[:4]}
+        return self._first_path(
+            list(nxt), budget,
+            lambda t: self._finish_dfs(k - 1, budget, seen, closing + 1 if nxt[t][1] else 0, nxt[t][0]))
 
     def _finish_forced(self, forced: bytes, k: int, budget: list[int]) -> list[int] | None:
         """``_finish_dfs`` at a state where the grammar forces ``forced``: spell them in the fewest
@@ -171,16 +164,22 @@ class _EndgameSearch:
         if budget[0] <= 0:
             return None
         budget[0] -= 1
-        m = self._m
         bm = self._bitmask()
         probes = self._probes
         ok = ((bm[probes >> 3] >> (probes & 7)) & 1).astype(bool)
         likely = [t for t in tops[0] if self._allowed_np(bm, t) and t != self.eos][:4] if tops else []
-        for t in dict.fromkeys(likely + probes[ok][:8].tolist()):
+        return self._first_path(list(dict.fromkeys(likely + probes[ok][:8].tolist())), budget,
+                                lambda t: self._hole_path(k - 1, seg, need_end, tops[1:], budget))
+
+    def _first_path(self, tokens, budget: list[int], recurse) -> list[int] | None:
+        """Depth first over ``tokens``: consume each, ``recurse(token)``, roll back; the first path found
+        (the token followed by what ``recurse`` returned), or None once the tokens or the budget run out."""
+        m = self._m
+        for t in tokens:
             if m.try_consume_tokens([t]) != 1:
                 continue
             try:
-                sub = self._hole_path(k - 1, seg, need_end, tops[1:], budget)
+                sub = recurse(t)
             finally:
                 m.rollback(1)
             if sub is not None:
