@@ -49,7 +49,8 @@ from .vocab import TokenVocab
 __all__ = ["GrammarConstraint", "GrammarSession", "JSON_WHITESPACE", "ascii_classes", "lark_to_llguidance",
            "unpack_bitmasks"]
 
-#: llguidance JSON compile options giving the automaton engine's whitespace: ``,[ ]?`` and ``:[ ]?``.
+#: llguidance JSON compile options: one optional space after ``,`` and ``:``, nothing else. (The automaton,
+#: through outlines-core, also allows one around brackets; this engine's JSON is the stricter of the two.)
 JSON_WHITESPACE: dict = {"whitespace_flexible": False, "item_separator": ",[ ]?", "key_separator": ":[ ]?"}
 
 _UNSUPPORTED_HINTS = ("Unimplemented keys", "not supported", "Unknown format", "coerce_one_of")
