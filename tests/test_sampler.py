@@ -133,3 +133,12 @@ def test_forced_only_output_needs_no_model_call(tok4k):
 def test_canvas_stays_on_model_device(gen):
     r = gen.generate("x", sg.JsonSchema(PERSON), max_tokens=32)
     assert all(isinstance(t, int) for t in r.tokens) and torch.device(gen.model.device).type == "cpu"
+
+
+def test_shipped_grammar_by_name(gen):
+    import lark
+
+    g = sg.Grammar("arith.lark")
+    assert g.path is not None and g.path.name == "arith.lark"
+    r = gen.generate("x", g, max_tokens=16)
+    lark.Lark(g.text).parse(r.text)
