@@ -18,6 +18,7 @@ from ..constraints import compile as compile_spec
 from ..constraints.base import MASK
 from ..errors import CanvasTooSmallError, ConfigError, GenerationError
 from ..spec import JsonSchema, Spec, as_spec
+from .events import StepEvent
 from .loop import LoopStats, denoise
 from .policy import CommitPolicy
 from .repair import positions_to_remask, remask
@@ -44,12 +45,13 @@ class Generator:
         self._vocab = None
 
     @staticmethod
-    def _check(s: dict) -> None:
+    def _check(s: dict) -> CommitPolicy:
+        """Reject out-of-range settings; the commit policy they describe."""
         if s["temperature"] < 0:
             raise ConfigError(f"temperature must be >= 0, got {s['temperature']}")
         if s["max_repair_rounds"] < 0:
             raise ConfigError("max_repair_rounds must be >= 0")
-        CommitPolicy(s["block_length"], s["threshold"], s["tokens_per_step"])
+        return CommitPolicy(s["block_length"], s["threshold"], s["tokens_per_step"])
 
     @property
     def vocab(self):
@@ -69,7 +71,7 @@ class Generator:
         if unknown:
             raise ConfigError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(self.settings)}")
         s = {**self.settings, **overrides}
-        self._check(s)
+        policy = self._check(s)
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         t_start = time.perf_counter()
@@ -87,13 +89,12 @@ class Generator:
         if limit and prompt_ids.shape[0] + max_tokens > limit:
             raise ConfigError(f"prompt ({prompt_ids.shape[0]} tokens) + max_tokens ({max_tokens}) exceeds the "
                               f"model's {limit} positions; shorten the prompt or lower max_tokens")
-        policy = CommitPolicy(s["block_length"], s["threshold"], s["tokens_per_step"])
         gen = None
         if s["temperature"] > 0:
             gen = torch.Generator(device="cpu").manual_seed(int(s["seed"] or 0))
         session = constraint.session(max_tokens, device)
         canvas = torch.full((max_tokens,), MASK, dtype=torch.long, device=device)
-        stats = LoopStats()
+        stats = LoopStats(on_step=on_step, record=trace)
         stats.constraint_s += compile_s
         from ..validators import parse_json_value, run_validators, validators_for
 
@@ -104,7 +105,7 @@ class Generator:
         rounds = 0
         while True:
             denoise(model, prompt_ids, session, canvas, policy, temperature=s["temperature"], gen=gen,
-                    penalty=penalty, stats=stats, decode=decode, on_step=on_step, record=trace)
+                    penalty=penalty, stats=stats, decode=decode)
             ids = canvas.tolist()
             text = decode(ids)
             t0 = time.perf_counter()
@@ -118,15 +119,10 @@ class Generator:
             pos = positions_to_remask(issues, vocab.token_offsets(ids), len(text), rounds,
                                       prefix_only=constraint.engine != "automaton")
             remask(canvas, pos, penalty)
-            if trace or on_step is not None:
-                from .events import StepEvent
-
-                ev = StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
-                               positions=pos, text=text, note="; ".join(i.message for i in issues)[:500])
-                if trace:
-                    stats.events.append(ev)
-                if on_step is not None:
-                    on_step(ev)
+            if stats.wants_events:
+                stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
+                                        positions=pos, text=text,
+                                        note="; ".join(i.message for i in issues)[:500]))
         valid = not issues
         value = None
         if valid and spec.kind == "json":

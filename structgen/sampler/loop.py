@@ -21,6 +21,19 @@ class LoopStats:
     steps: int = 0
     forced: int = 0  # forced commits, EOS tail included (see ``forced_at`` for the final canvas)
     forced_at: torch.Tensor | None = None  # bool [T]: the position's current token was forced
+    on_step: Callable[[StepEvent], None] | None = None  # called with every step event
+    record: bool = False  # keep the step events in ``events``
+
+    @property
+    def wants_events(self) -> bool:
+        return self.record or self.on_step is not None
+
+    def publish(self, ev: StepEvent) -> None:
+        """Record the event and/or hand it to ``on_step``."""
+        if self.record:
+            self.events.append(ev)
+        if self.on_step is not None:
+            self.on_step(ev)
     model_s: float = 0.0
     constraint_s: float = 0.0
     events: list = field(default_factory=list)
@@ -36,7 +49,7 @@ def gumbel(shape, gen: torch.Generator, device) -> torch.Tensor:
 def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas: torch.Tensor,
             policy: CommitPolicy, *, temperature: float = 0.0, gen: torch.Generator | None = None,
             penalty: torch.Tensor | None = None, stats: LoopStats, decode: Callable | None = None,
-            on_step: Callable[[StepEvent], None] | None = None, record: bool = False) -> torch.Tensor:
+            ) -> torch.Tensor:
     """Fill every masked position of ``canvas`` (in place) and return it."""
     device = canvas.device
     P, T = prompt_ids.shape[0], canvas.shape[0]
@@ -44,14 +57,10 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
 
     def emit(kind: str, positions: torch.Tensor, note: str = "") -> None:
         stats.steps += 1
-        if on_step is None and not record:
-            return
-        ev = StepEvent(step=stats.steps, kind=kind, nfe=stats.nfe, canvas=canvas.tolist(),
-                       positions=positions.tolist(), text=decode(canvas.tolist()) if decode else "", note=note)
-        if record:
-            stats.events.append(ev)
-        if on_step is not None:
-            on_step(ev)
+        if stats.wants_events:
+            stats.publish(StepEvent(step=stats.steps, kind=kind, nfe=stats.nfe, canvas=canvas.tolist(),
+                                    positions=positions.tolist(), text=decode(canvas.tolist()) if decode else "",
+                                    note=note))
 
     while bool((canvas == MASK).any()):
         # 1. forced tokens, no model call (repeat while a block is completed by them)
