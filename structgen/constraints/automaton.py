@@ -53,7 +53,6 @@ class _DeviceTables:
 
     def __init__(self, dfa: TokenDFA, device: torch.device):
         self.class_of = torch.as_tensor(dfa.class_of, device=device)
-        self.class_size = torch.as_tensor(dfa.class_size, device=device)
         self.class_token = torch.as_tensor(dfa.class_token, device=device)
 
 
