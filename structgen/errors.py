@@ -51,6 +51,10 @@ class GenerationError(StructgenError):
         super().__init__(message)
 
 
+class QueryError(StructgenError):
+    """Running a SQL query failed: it does not compile, it is not read-only, or it ran past its time limit."""
+
+
 class ModelLoadError(StructgenError):
     """A model directory is missing, incomplete or not a masked LM."""
 

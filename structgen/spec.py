@@ -48,6 +48,11 @@ class Spec:
     def key(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def render_prompt(self, prompt):
+        """The prompt the model sees for this spec (text or chat messages). Most specs pass it through;
+        a spec that carries context the model needs (``Sql``: the database schema) adds it here."""
+        return prompt
+
 
 @dataclass(frozen=True, eq=False)
 class JsonSchema(Spec):
@@ -149,11 +154,16 @@ class Grammar(Spec):
 
     ``validators`` are extra checks (callables taking the text and returning a list of
     ``structgen.validators.Issue``) run on every result, e.g. semantic checks of a DSL.
+
+    ``choices`` narrows named rules or terminals to fixed strings, e.g.
+    ``choices={"METRIC": ["cpu.usage", "mem.free"]}``: the grammar's own definition of ``METRIC`` is replaced
+    (Lark ``%override``) so only those names can be generated, while the validators still see the grammar.
     """
 
     source: str | Path
     validators: Sequence[Callable] = ()
     start: str = "start"
+    choices: dict | None = None
     text: str = field(init=False)
     path: Path | None = field(init=False, default=None)
     kind = "grammar"
@@ -169,6 +179,8 @@ class Grammar(Spec):
             path, src = p, p.read_text()
         if not isinstance(src, str) or not src.strip():
             raise SpecError("Grammar needs Lark grammar text or a path to a .lark file")
+        if self.choices:
+            src = src.rstrip("\n") + "\n" + _choice_overrides(self.choices) + "\n"
         object.__setattr__(self, "text", src)
         object.__setattr__(self, "path", path)
         object.__setattr__(self, "validators", tuple(self.validators))
@@ -180,6 +192,20 @@ class Grammar(Spec):
 
     def __repr__(self) -> str:
         return f"Grammar({str(self.path) if self.path else _short(self.text)})"
+
+
+def _choice_overrides(choices: dict) -> str:
+    """``%override`` lines that replace each named rule/terminal with alternatives of fixed strings."""
+    lines = []
+    for name, options in choices.items():
+        if not isinstance(name, str) or not re.fullmatch(r"_?[A-Za-z][A-Za-z0-9_]*", name):
+            raise SpecError(f"choices: {name!r} is not a Lark rule or terminal name")
+        opts = [options] if isinstance(options, str) else list(options or ())
+        if not opts or not all(isinstance(o, str) and o for o in opts):
+            raise SpecError(f"choices[{name!r}] must be a non-empty list of non-empty strings")
+        alts = " | ".join(json.dumps(o, ensure_ascii=False) for o in dict.fromkeys(opts))
+        lines.append(f"%override {name}: {alts}")
+    return "\n".join(lines)
 
 
 def _check_lark(text: str, start: str, path: Path | None) -> None:

@@ -84,7 +84,7 @@ class Generator:
             raise CanvasTooSmallError(need, max_tokens)
         model = self.model
         device = torch.device(getattr(model, "device", "cpu"))
-        prompt_ids = torch.as_tensor(model.encode_prompt(prompt), dtype=torch.long, device=device)
+        prompt_ids = torch.as_tensor(model.encode_prompt(spec.render_prompt(prompt)), dtype=torch.long, device=device)
         limit = getattr(model, "max_length", None)
         if limit and prompt_ids.shape[0] + max_tokens > limit:
             raise ConfigError(f"prompt ({prompt_ids.shape[0]} tokens) + max_tokens ({max_tokens}) exceeds the "
