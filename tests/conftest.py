@@ -25,3 +25,15 @@ def data_dir() -> Path:
     if not DATA.exists():
         pytest.skip(f"shared test data not found at {DATA} (set STRUCTGEN_SHARED)")
     return DATA
+
+
+@pytest.fixture(scope="session")
+def shop_db() -> Path:
+    """The example shop database, built by ``examples/shop/build.py`` when it is missing."""
+    import importlib.util
+
+    src = ROOT / "examples" / "shop" / "build.py"
+    spec = importlib.util.spec_from_file_location("shop_build", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.ensure()
