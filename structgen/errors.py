@@ -55,6 +55,15 @@ class QueryError(StructgenError):
     """Running a SQL query failed: it does not compile, it is not read-only, or it ran past its time limit."""
 
 
+class DeadEnd(GenerationError):
+    """The committed tokens leave no way to finish the output inside the canvas (a sampling dead end, met
+    after model calls). The generator backs off: it re-masks from before ``position`` and denoises again."""
+
+    def __init__(self, message: str, *, position: int, text: str = ""):
+        self.position = position
+        super().__init__(message, text=text)
+
+
 class ModelLoadError(StructgenError):
     """A model directory is missing, incomplete or not a masked LM."""
 

@@ -19,12 +19,26 @@ class _EndgameSearch:
 
     def _finish_path(self, k: int, budget: list[int]) -> list[int] | None:
         """Some completion of the matcher's output in at most ``k`` tokens, or None if none was found
-        within ``budget`` search nodes (``_finish_dfs``). A path found is a real completion (not always
+        within ``budget`` search nodes (``_finish_dfs``) — and as many again spent first on a search that
+        deepens the number of free choices one at a time. A path found is a real completion (not always
         the shortest); None proves nothing. The matcher is left unchanged."""
+        # first iterative deepening on free choices (forced bytes are free), on a budget of its own: it
+        # finds completions that close a construct (``SELECT 1 - 2`` -> `` FROM orders``) which the plain
+        # depth-first search misses when an operator's forced space leads it into ever longer expressions
+        shallow = [budget[0]]
+        for choices in self._CHOICE_LIMITS:
+            path = self._finish_dfs(k, shallow, frozenset(), 0, choices=choices)
+            if path is not None:
+                return path
+            if shallow[0] <= 0:
+                break
         return self._finish_dfs(k, budget, frozenset(), 0)
 
+    #: free choices allowed per round of the shallow search in ``_finish_path``
+    _CHOICE_LIMITS = (1, 2, 3, 4, 5)
+
     def _finish_dfs(self, k: int, budget: list[int], seen: frozenset, closing: int,
-                    raw: bytes | None = None) -> list[int] | None:
+                    raw: bytes | None = None, *, choices: int | None = None) -> list[int] | None:
         """Depth-first search for a completion in at most ``k`` tokens over probe tokens, following
         forced bytes (``_finish_forced``).
 
@@ -46,9 +60,11 @@ class _EndgameSearch:
         if raw is None:
             forced = bytes(m.compute_ff_bytes())
             if forced:
-                return self._finish_forced(forced, k, budget)
+                return self._finish_forced(forced, k, budget, choices)
             raw = m.compute_bitmask()
             budget[0] -= 1
+        if choices is not None and choices <= 0:
+            return None
         seen = seen | {raw}
         bm = np.frombuffer(raw, dtype=np.uint8)
         probes = self._probes
@@ -64,9 +80,12 @@ class _EndgameSearch:
                     return [t]
                 if k == 1:
                     continue  # one token left: it must complete the output
-                if m.compute_ff_bytes():
-                    children.append((-1, order, t, None, False))
+                ff = m.compute_ff_bytes()
+                if ff:  # forced bytes follow: most forced first (``FROM `` before ``- ``)
+                    children.append((-len(ff), order, t, None, False))
                     continue
+                if choices == 1:
+                    continue  # no free choice would be left after it: only forced bytes could finish
                 if budget[0] <= 0 or len(children) >= 16:
                     break
                 budget[0] -= 1
@@ -83,9 +102,11 @@ class _EndgameSearch:
         nxt = {t: (child, exempt) for _, _, t, child, exempt in children[:4]}
         return self._first_path(
             list(nxt), budget,
-            lambda t: self._finish_dfs(k - 1, budget, seen, closing + 1 if nxt[t][1] else 0, nxt[t][0]))
+            lambda t: self._finish_dfs(k - 1, budget, seen, closing + 1 if nxt[t][1] else 0, nxt[t][0],
+                                       choices=None if choices is None else choices - 1))
 
-    def _finish_forced(self, forced: bytes, k: int, budget: list[int]) -> list[int] | None:
+    def _finish_forced(self, forced: bytes, k: int, budget: list[int],
+                       choices: int | None = None) -> list[int] | None:
         """``_finish_dfs`` at a state where the grammar forces ``forced``: spell them in the fewest
         tokens, or in the fewest up to a token that runs past them (``":`` forced, ``":"`` taken)."""
         m = self._m
@@ -98,7 +119,7 @@ class _EndgameSearch:
                 if n < len(head):
                     continue
                 if tails is None:
-                    sub = self._finish_dfs(k - n, budget, frozenset(), 0)
+                    sub = self._finish_dfs(k - n, budget, frozenset(), 0, choices=choices)
                     if sub is not None:
                         return head + sub
                     continue
@@ -107,7 +128,7 @@ class _EndgameSearch:
                     if m.try_consume_tokens([t]) != 1:
                         continue
                     try:
-                        sub = self._finish_dfs(k - n - 1, budget, frozenset(), 0)
+                        sub = self._finish_dfs(k - n - 1, budget, frozenset(), 0, choices=choices)
                     finally:
                         m.rollback(1)
                     if sub is not None:

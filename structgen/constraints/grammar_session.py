@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from ..errors import CanvasTooSmallError, ConfigError, ConstraintViolation
+from ..errors import CanvasTooSmallError, ConfigError, ConstraintViolation, DeadEnd
 from .base import MASK, ConstraintSession, Proposal
 from .grammar_search import _EndgameSearch
 from .grammar_tokens import _byte_classes, _closing_tokens, _probe_ids, _vocab_index
@@ -37,7 +37,8 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
       split) on consecutive masked positions from the frontier, repeated while more are forced; once only
       EOS is allowed (or an EOS is committed) every later masked position is EOS. Forced tokens running
       into a committed segment are written only if the segment can follow; forced bytes that cannot fit
-      before the canvas end even in the fewest tokens raise ``CanvasTooSmallError``.
+      before the canvas end even in the fewest tokens raise ``DeadEnd`` (``CanvasTooSmallError`` when
+      nothing is committed yet).
     * ``propose(canvas, logprobs, window=None, noise=None)``: a run from the frontier
       (``prefix_only=True``), clipped to the sampler's block when ``window`` is given. At each masked
       position, the argmax of the logprobs restricted to the grammar's mask after the run so far (EOS
@@ -54,8 +55,8 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
       model's likeliest tokens first). The search is a heuristic; what it guarantees is checked exactly:
       the last position before a segment or the canvas end takes only tokens after which the segment
       follows (the output is complete), found at the frontier by scanning the allowed tokens in model
-      order. If none exists the output cannot be finished in this canvas: ``CanvasTooSmallError`` at the
-      canvas end, ``GenerationError`` (re-mask through the end of the output) before a segment.
+      order. If none exists the output cannot be finished in this canvas: ``DeadEnd``, and the generator
+      re-masks from before the frontier and denoises again.
     * ``allowed(canvas)``: exact rows at committed positions (the committed token), at the frontier (the
       grammar's mask, filtered by that exact check when a boundary follows it) and at forced positions;
       all other rows are all False (the engine cannot tell them yet).
@@ -249,7 +250,10 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
                     consumed += n
                     need = start + len(fewest) + (0 if n == len(fewest) and m.is_accepting() else 1)
                     if need > T:
-                        raise CanvasTooSmallError(need, T, what="output after the committed prefix")
+                        if v.f == 0:
+                            raise CanvasTooSmallError(need, T)
+                        raise DeadEnd(f"the text the grammar forces after the committed prefix needs {need} "
+                                      f"positions, the canvas has {T}", position=v.f)
                     return  # it fits only in a shorter split: propose spells it
                 if placed < len(ff):  # a committed segment follows: write them only if it can follow
                     seg, need_end = self._segment(v, pos)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..errors import CanvasTooSmallError, ConstraintViolation, GenerationError, StructgenError
+from ..errors import ConstraintViolation, DeadEnd, StructgenError
 from .base import MASK
 
 __all__ = ["unpack_bitmasks"]
@@ -110,13 +110,16 @@ class _CanvasOps:
         return int(nz[0]) if nz.numel() else None
 
     def _stuck(self, v: "_View", j: int) -> StructgenError:
+        """The dead end met at the frontier: nothing there lets the output finish before position ``j``
+        (the canvas end, or a committed segment). The generator re-masks from before the frontier."""
         T = self.length
         text = self.c.vocab.decode(v.ids[: v.f])
         if j >= T:
-            return CanvasTooSmallError(T + 1, T, what=f"output continuing {_short(text)!r}")
-        return GenerationError(
-            f"no token at position {v.f} lets the tokens committed from position {j} follow "
-            f"{_short(text)!r}; re-mask from position {v.f} through the end of the output", text=text)
+            return DeadEnd(f"the output {_short(text)!r} cannot be finished in the {T - v.f} positions left "
+                           f"of the canvas ({T} tokens); a larger max_tokens gives it room", position=v.f,
+                           text=text)
+        return DeadEnd(f"no token at position {v.f} lets the tokens committed from position {j} follow "
+                       f"{_short(text)!r}", position=v.f, text=text)
 
     @staticmethod
     def _confidence(lp: torch.Tensor, top: torch.Tensor, rows: torch.Tensor, sel: torch.Tensor) -> torch.Tensor:

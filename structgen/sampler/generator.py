@@ -4,7 +4,9 @@
     r = gen.generate("Maria Lopez, 41, lives in Porto", sg.JsonSchema(schema), max_tokens=64)
 
 Every result is validated; failing spans are re-masked and denoised again up to ``max_repair_rounds``
-times, then ``GenerationError`` (``generate(..., strict=False)`` returns the invalid result instead).
+times, then ``GenerationError`` (``generate(..., strict=False)`` returns the invalid result instead). A dead
+end (``DeadEnd``: the grammar engine's committed prefix cannot be finished inside the canvas) uses the same
+rounds: the generator re-masks from before the dead end, further back each round, and denoises again.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import torch
 
 from ..constraints import compile as compile_spec
 from ..constraints.base import MASK
-from ..errors import CanvasTooSmallError, ConfigError, GenerationError
+from ..errors import CanvasTooSmallError, ConfigError, DeadEnd, GenerationError
 from ..spec import JsonSchema, Spec, as_spec
 from .events import StepEvent
 from .loop import LoopStats, denoise
 from .policy import CommitPolicy
-from .repair import positions_to_remask, remask
+from .repair import backoff_positions, positions_to_remask, remask
 from .result import Result
 
 
@@ -96,7 +98,7 @@ class Generator:
         canvas = torch.full((max_tokens,), MASK, dtype=torch.long, device=device)
         stats = LoopStats(on_step=on_step, record=trace)
         stats.constraint_s += compile_s
-        from ..validators import parse_json_value, run_validators, validators_for
+        from ..validators import Issue, parse_json_value, run_validators, validators_for
 
         checks = validators_for(spec)
         vocab = self.vocab
@@ -104,20 +106,31 @@ class Generator:
         penalty = None
         rounds = 0
         while True:
-            denoise(model, prompt_ids, session, canvas, policy, temperature=s["temperature"], gen=gen,
-                    penalty=penalty, stats=stats, decode=decode)
+            try:
+                denoise(model, prompt_ids, session, canvas, policy, temperature=s["temperature"], gen=gen,
+                        penalty=penalty, stats=stats, decode=decode)
+                dead = None
+            except DeadEnd as e:  # the committed tokens cannot be finished inside the canvas: back off
+                dead = e
             ids = canvas.tolist()
-            text = decode(ids)
-            t0 = time.perf_counter()
-            issues = run_validators(checks, text)
-            stats.constraint_s += time.perf_counter() - t0
+            if dead is None:
+                text = decode(ids)
+                t0 = time.perf_counter()
+                issues = run_validators(checks, text)
+                stats.constraint_s += time.perf_counter() - t0
+            else:
+                text = decode([t for t in ids[: dead.position] if t >= 0])
+                issues = [Issue(str(dead), None, "", "canvas")]
             if not issues or rounds >= s["max_repair_rounds"]:
                 break
             rounds += 1
             if penalty is None:
                 penalty = torch.zeros(max_tokens, vocab.size, device=device)
-            pos = positions_to_remask(issues, vocab.token_offsets(ids), len(text), rounds,
-                                      prefix_only=constraint.engine != "automaton")
+            if dead is None:
+                pos = positions_to_remask(issues, vocab.token_offsets(ids), len(text), rounds,
+                                          prefix_only=constraint.engine != "automaton")
+            else:
+                pos = backoff_positions(dead.position, max_tokens, rounds)
             remask(canvas, pos, penalty)
             if stats.wants_events:
                 stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),

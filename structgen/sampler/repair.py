@@ -2,6 +2,8 @@
 
 Rounds escalate: first only the tokens of each failing span, then from the first failing span to the
 end of the output, then the whole canvas. A frontier engine (grammar) always re-masks from the span on.
+After a dead end (no way to finish inside the canvas) the sampler backs off from the dead end's position:
+a quarter of the prefix, then half, then everything.
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ def positions_to_remask(issues, offsets: list[tuple[int, int]], n_text: int, rou
     if max(hit) >= out_len - 1:
         return sorted(hit | set(range(out_len, T)))
     return sorted(hit)
+
+
+def backoff_positions(position: int, length: int, round_no: int) -> list[int]:
+    """Positions to re-mask after a dead end at ``position``: the last quarter of the prefix before it in
+    round 1, the last half in round 2, everything from round 3 on (always at least one token back)."""
+    share = {1: 0.25, 2: 0.5}.get(round_no, 1.0)
+    start = max(0, min(position - 1, int(position * (1.0 - share))))
+    return list(range(start, length))
 
 
 def remask(canvas: torch.Tensor, positions: list[int], penalty: torch.Tensor) -> None:
