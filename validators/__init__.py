@@ -7,6 +7,9 @@ A validator is a callable ``text -> list[Issue]`` with a ``name`` (an empty list
 - ``Grammar``    -> :class:`LarkValidator`, then the grammar's own ``validators`` (user callables, wrapped
   so that an exception inside one becomes an :class:`Issue` naming it instead of a crash);
 - ``Regex``      -> :class:`RegexValidator`;  ``Choice`` -> :class:`ChoiceValidator`.
+
+:class:`CodeSyntaxValidator` (tree-sitter syntax checks of SQL, Python or a registered language) is added
+by hand, e.g. to a ``Grammar``'s ``validators``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any, Callable
 from structgen.errors import SpecError
 
 from .base import Issue, Span, Validator, run_validators, tail_span
+from .code import CodeSyntaxValidator
 from .json_schema import JsonSchemaValidator, dialect_for, parse_json_value, pydantic_issues, unresolvable_refs
 from .json_spans import JsonSpans, JsonSyntaxIssue, json_pointer, parse_with_spans
 from .lark_check import ChoiceValidator, LarkValidator, RegexValidator
@@ -41,6 +45,7 @@ __all__ = [
     "LarkValidator",
     "RegexValidator",
     "ChoiceValidator",
+    "CodeSyntaxValidator",
     "UserValidator",
     "validators_for",
 ]

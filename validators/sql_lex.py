@@ -59,10 +59,11 @@ _TOKEN = re.compile(
 )
 
 
-def sql_tokens(text: str) -> Iterator[Token]:
-    """SQLite's tokens in ``text``, comments and whitespace skipped. An unterminated string or quoted
-    identifier shows as a ``bad`` token at its opening quote (the rest then lexes as ordinary tokens)."""
-    for m in _TOKEN.finditer(text):
+def sql_tokens(text: str, start: int = 0) -> Iterator[Token]:
+    """SQLite's tokens in ``text`` (from offset ``start``), comments and whitespace skipped. An unterminated
+    string or quoted identifier shows as a ``bad`` token at its opening quote (the rest then lexes as
+    ordinary tokens)."""
+    for m in _TOKEN.finditer(text, start):
         kind = m.lastgroup
         if kind in ("ws", "comment"):
             continue
