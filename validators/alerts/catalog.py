@@ -1,0 +1,353 @@
+"""What alert rules may refer to, and how that is written into the grammar.
+
+Owns :class:`MetricInfo` and :class:`AlertCatalog` (building one from JSON or a dict, with a ``SpecError``
+naming whatever is wrong), the range of each aggregated value, and the grammar narrowing:
+:meth:`AlertCatalog.choices` (names and :func:`tidy_durations`) and :meth:`AlertCatalog.grammar_rules`
+(``%override`` rules with threshold regexes per metric range and each label key's values).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Mapping
+
+from structgen.errors import SpecError
+
+from .rules import _SECONDS, RESERVED, UNITS, Duration, _lark
+
+__all__ = ["MetricInfo", "AlertCatalog", "tidy_durations"]
+
+_DEFAULT_LIMIT = 7 * 86400
+_INF = Decimal("Infinity")
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What the catalog knows of one metric: its ``unit`` and valid range ``[min, max]`` (each optional)."""
+
+    name: str
+    unit: str | None = None
+    min: Decimal | None = None
+    max: Decimal | None = None
+    description: str = ""
+
+
+@functools.lru_cache(maxsize=1)
+def _terminal_res() -> dict[str, re.Pattern]:
+    p = _lark()
+    return {name: re.compile(p.get_terminal(name).pattern.to_regexp())
+            for name in ("METRIC", "LABEL", "VALUE", "CHANNEL", "TEAM")}
+
+
+_CATALOG_KEYS = ("metrics", "labels", "channels", "teams", "limits")
+_METRIC_KEYS = ("unit", "min", "max", "description")
+_LIMIT_KEYS = ("max_window", "max_hold")
+
+
+@dataclass(frozen=True, eq=False)
+class AlertCatalog:
+    """What alert rules may refer to.
+
+    ``metrics`` (name -> :class:`MetricInfo`, at least one); ``labels`` (key -> known values, or ``None``
+    for any value; ``None`` as a whole: label keys are not checked); ``channels`` and ``teams``
+    (``None``: not checked); ``max_window`` and ``max_hold`` (seconds, default 7 days): the longest
+    aggregation window and ``for`` hold time. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
+
+        {"metrics": {"cpu.usage": {"unit": "%", "min": 0, "max": 100}, "http.requests.5xx": {"min": 0}},
+         "labels": {"host": ["web-1", "web-2"], "service": null},
+         "channels": ["#ops"], "teams": ["ops"], "limits": {"max_window": "1d", "max_hold": "7d"}}
+    """
+
+    metrics: Mapping[str, MetricInfo]
+    labels: Mapping[str, tuple[str, ...] | None] | None = None
+    channels: tuple[str, ...] | None = None
+    teams: tuple[str, ...] | None = None
+    max_window: int = _DEFAULT_LIMIT
+    max_hold: int = _DEFAULT_LIMIT
+
+    @classmethod
+    def load(cls, path: str | Path) -> "AlertCatalog":
+        """Read a catalog from a JSON file."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except OSError as e:
+            raise SpecError(f"cannot read the alert catalog {path}: {e.strerror or e}") from None
+        except json.JSONDecodeError as e:
+            raise SpecError(f"alert catalog {path} is not valid JSON: {e.msg} at line {e.lineno} "
+                            f"column {e.colno}") from None
+        return cls.from_dict(data, where=str(path))
+
+    @classmethod
+    def coerce(cls, obj: Any) -> "AlertCatalog":
+        """An ``AlertCatalog`` from a catalog, a dict or the path of a JSON file."""
+        if isinstance(obj, AlertCatalog):
+            return obj
+        if isinstance(obj, Mapping):
+            return cls.from_dict(obj)
+        if isinstance(obj, (str, Path)):
+            return cls.load(obj)
+        raise SpecError(f"an alert catalog must be an AlertCatalog, a dict or a JSON file path, "
+                        f"got {type(obj).__name__}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping, *, where: str = "alert catalog") -> "AlertCatalog":
+        """Build a catalog from its JSON form (see the class docstring); ``SpecError`` names what is wrong."""
+        if not isinstance(data, Mapping):
+            raise SpecError(f"{where}: expected a JSON object with {', '.join(_CATALOG_KEYS)}, "
+                            f"got {type(data).__name__}")
+        _no_unknown(data, _CATALOG_KEYS, where)
+        res = _terminal_res()
+        metrics = _metrics(data.get("metrics"), where, res["METRIC"])
+        labels = None
+        if data.get("labels") is not None:
+            raw = data["labels"]
+            if not isinstance(raw, Mapping) or not raw:
+                raise SpecError(f"{where}: labels must be a non-empty object mapping each label key to its "
+                                "values (a list) or null (any value); leave labels out to allow any key")
+            labels = {}
+            for key, values in raw.items():
+                _check_name(key, res["LABEL"], f"{where}: label key",
+                            "label keys are a lowercase letter then lowercase letters, digits or _ (at most 24 in all)")
+                if key in RESERVED:
+                    raise SpecError(f"{where}: label key {key!r} is a keyword of the rule language; rename it")
+                labels[key] = None if values is None else _names(values, res["VALUE"], f"{where}: labels[{key!r}]")
+        channels = _names(data["channels"], res["CHANNEL"], f"{where}: channels") \
+            if data.get("channels") is not None else None
+        teams = _names(data["teams"], res["TEAM"], f"{where}: teams") if data.get("teams") is not None else None
+        limits = data.get("limits") or {}
+        if not isinstance(limits, Mapping):
+            raise SpecError(f"{where}: limits must be an object such as "
+                            '{"max_window": "1d", "max_hold": "7d"}')
+        _no_unknown(limits, _LIMIT_KEYS, f"{where}: limits")
+        lim = {k: _limit(limits.get(k, _DEFAULT_LIMIT), f"{where}: limits.{k}") for k in _LIMIT_KEYS}
+        return cls(metrics, labels, channels, teams, lim["max_window"], lim["max_hold"])
+
+    def choices(self) -> dict[str, list[str]]:
+        """``Grammar(choices=...)`` that writes the catalog's names into the grammar: metric names, hold
+        times and windows (whole units up to the limits: 1-59s, 1-59m, 1-23h, 1d...) always; channels,
+        teams and label keys when listed; label values when every label key lists its values."""
+        out: dict[str, list[str]] = {"METRIC": list(self.metrics), "HOLD": tidy_durations(self.max_hold),
+                                     "WINDOW": tidy_durations(self.max_window)}
+        if self.channels is not None:
+            out["CHANNEL"] = list(self.channels)
+        if self.teams is not None:
+            out["TEAM"] = list(self.teams)
+        if self.labels is not None:
+            out["LABEL"] = list(self.labels)
+            if all(v is not None for v in self.labels.values()):
+                out["VALUE"] = list(dict.fromkeys(v for vs in self.labels.values() for v in vs))
+        return out
+
+    def grammar_rules(self) -> str:
+        """Lark rules that narrow what ``choices()`` cannot, because it depends on context: thresholds
+        within each metric's range and in its unit (per aggregation: a ``sum`` keeps only the sign of the
+        range, a ``count`` is a whole number of samples), and each label key's own values. They
+        ``%override`` the grammar's ``comparison`` and ``label_match`` rules with a subset of their
+        language; appended to ``alerts.lark`` together with ``choices()`` (see :func:`alerts_spec`)."""
+        lines: list[str] = []
+        comparisons: list[str] = []
+        values: dict[tuple, list[str]] = {}
+        sums: dict[tuple, list[str]] = {}
+        for info in self.metrics.values():
+            values.setdefault(_value_range(info, None), []).append(info.name)
+            sums.setdefault(_value_range(info, "sum"), []).append(info.name)
+        lines.append('NARROW_AGG: "avg" | "min" | "max" | "p95" | "p99"')
+        for i, ((unit, lo, hi), names) in enumerate(values.items()):
+            lines.append(f'narrow_metric_{i}: NARROW_METRIC_{i} | NARROW_AGG "(" NARROW_METRIC_{i} window? ")"')
+            lines.append(f"NARROW_METRIC_{i}: {_alternatives(names)}")
+            thr = _threshold(lines, f"NARROW_THRESHOLD_{i}", lo, hi, unit)
+            comparisons.append(f'narrow_metric_{i} " " CMP " " {thr}')
+        for i, ((unit, lo, hi), names) in enumerate(sums.items()):
+            lines.append(f"NARROW_SUM_METRIC_{i}: {_alternatives(names)}")
+            thr = _threshold(lines, f"NARROW_SUM_THRESHOLD_{i}", lo, hi, unit)
+            comparisons.append(f'"sum" "(" NARROW_SUM_METRIC_{i} window? ")" " " CMP " " {thr}')
+        thr = _threshold(lines, "NARROW_COUNT_THRESHOLD", Decimal(0), _INF, None)
+        comparisons.append(f'"count" "(" METRIC window? ")" " " CMP " " {thr}')
+        head = ["%override comparison: " + "\n    | ".join(comparisons)]
+        if self.labels is not None:
+            matches, free = [], [k for k, vs in self.labels.items() if vs is None]
+            for i, (key, vs) in enumerate((k, vs) for k, vs in self.labels.items() if vs is not None):
+                v, k = f"narrow_value_{i}", f"NARROW_LABEL_{i}"
+                lines.append(f'{v}: "\\"" NARROW_VALUE_{i} "\\""')
+                lines.append(f"NARROW_VALUE_{i}: {_alternatives(vs)}")
+                lines.append(f"{k}: {_alternatives([key])}")
+                items = f'"[" {v} (", " {v})* "]"'
+                matches += [f'{k} " " EQ " " {v}', f'{k} " " "in" " " {items}', f'{k} " " "not" " " "in" " " {items}']
+            if free:
+                lines.append(f"NARROW_FREE_LABEL: {_alternatives(free)}")
+                items = '"[" value (", " value)* "]"'
+                matches += ['NARROW_FREE_LABEL " " EQ " " value', f'NARROW_FREE_LABEL " " "in" " " {items}',
+                            f'NARROW_FREE_LABEL " " "not" " " "in" " " {items}']
+            head.append("%override label_match: " + "\n    | ".join(matches))
+        return "\n".join(head + lines) + "\n"
+
+
+# --- narrowing the grammar -------------------------------------------------------------------------
+
+
+def tidy_durations(limit: int) -> list[str]:
+    """Durations up to ``limit`` seconds in whole units as people write them: 1-59s, 1-59m, 1-23h, then
+    days (at most 400)."""
+    out = []
+    for unit, top in (("s", 59), ("m", 59), ("h", 23), ("d", 400)):
+        out += [f"{n}{unit}" for n in range(1, top + 1) if n * _SECONDS[unit] <= limit]
+    return out
+
+
+def _alternatives(names) -> str:
+    return " | ".join(json.dumps(n) for n in dict.fromkeys(names))
+
+
+def _value_range(info: MetricInfo, aggregation: str | None) -> tuple[str | None, Decimal, Decimal]:
+    """The unit and range ``[lo, hi]`` of ``aggregation`` (``None``: the bare metric) over a metric: a
+    ``count`` is a number of samples without a unit; a ``sum`` keeps only the sign the range guarantees;
+    the others keep the metric's unit and range (unbounded where the catalog gives no bound)."""
+    if aggregation == "count":
+        return None, Decimal(0), _INF
+    lo = info.min if info.min is not None else -_INF
+    hi = info.max if info.max is not None else _INF
+    if aggregation == "sum":
+        lo, hi = (Decimal(0) if lo >= 0 else -_INF), (Decimal(0) if hi <= 0 else _INF)
+    return info.unit, lo, hi
+
+
+_NARROW_MAX = 999999
+
+
+def _ints(a: int, b: int) -> str:
+    """A regex for the whole numbers ``a..b`` (``0 <= a <= b``) whose first match is the longest one.
+
+    Lark's Earley lexer takes a terminal's first regex match (Python tries alternatives left to right)
+    where llguidance takes the longest, so alternatives go from the most digits to the fewest; a
+    ``0|1..9`` range is written as one greedy run of digits."""
+    from structgen.constraints.placeholders import int_range_regex
+
+    k = len(str(b))
+    if b == 10**k - 1 and a in (0, 1):
+        run = "[1-9]" + (f"[0-9]{{0,{k - 1}}}" if k > 1 else "")
+        return f"({run}|0)" if a == 0 else f"({run})"
+    groups = []
+    for n in range(k, len(str(a)) - 1, -1):  # one regex per number of digits, longest first
+        lo, hi = max(a, 10 ** (n - 1) if n > 1 else 0), min(b, 10**n - 1)
+        if lo <= hi:
+            groups.append(int_range_regex(lo, hi))
+    return "(" + "|".join(groups) + ")"
+
+
+def _number_regex(lo: Decimal, hi: Decimal) -> str | None:
+    """A regex for numbers in ``[lo, hi]`` and within +-999999.99, written as the grammar writes them
+    with at most two decimals; ``None`` when the range holds no whole number (it is then not narrowed)."""
+    dec, parts = r"(\.[0-9]{1,2})?", []
+
+    def half(a: int, top: Decimal, sign: str) -> None:
+        """Magnitudes from ``a`` up to ``top``: floor(top) itself exact (first: its match is the longest),
+        then any decimals below it."""
+        if top >= _NARROW_MAX:
+            parts.append(sign + _ints(a, _NARROW_MAX) + dec)
+            return
+        b = math.floor(top)
+        if a <= b:
+            parts.append(f"{sign}{b}")
+        if a <= b - 1:
+            parts.append(sign + _ints(a, b - 1) + dec)
+
+    if hi >= 0:
+        half(max(math.ceil(lo), 0) if lo > -_INF else 0, hi, "")
+    if lo < 0:
+        half(max(math.ceil(-hi), 1) if hi < 0 else 1, -lo, "-")
+    return "(" + "|".join(parts) + ")" if parts else None
+
+
+def _threshold(lines: list[str], name: str, lo: Decimal, hi: Decimal, unit: str | None) -> str:
+    """Define terminal ``name`` for thresholds in ``[lo, hi]`` in ``unit``; the grammar symbols to use."""
+    rx = _number_regex(lo, hi)
+    if rx is None:
+        return "NUMBER UNIT?"
+    if unit in UNITS:
+        rx += f"({re.escape(unit)})?"
+    lines.append(f"{name}: /{rx}/")
+    return name
+
+
+# --- reading a catalog -----------------------------------------------------------------------------
+
+
+def _no_unknown(data: Mapping, allowed: tuple[str, ...], where: str) -> None:
+    unknown = [k for k in data if k not in allowed]
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}")
+
+
+def _check_name(name: Any, rx: re.Pattern, what: str, rule: str) -> None:
+    if not isinstance(name, str) or not rx.fullmatch(name):
+        raise SpecError(f"{what} {name!r} cannot be written in an alert rule: {rule}")
+
+
+_TEXT_RULE = ("quoted names are printable ASCII without '\"' or '\\', words of 1-24 characters separated "
+              "by single spaces, at most 4 words")
+
+
+def _names(values: Any, rx: re.Pattern, where: str) -> tuple[str, ...]:
+    if isinstance(values, str) or not isinstance(values, (list, tuple)) or not values:
+        raise SpecError(f"{where}: expected a non-empty list of names, got {values!r}; leave it out (or null) "
+                        "to allow any")
+    for v in values:
+        _check_name(v, rx, f"{where}: name", _TEXT_RULE)
+    return tuple(dict.fromkeys(values))
+
+
+def _number(v: Any, where: str) -> Decimal | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
+        raise SpecError(f"{where}: expected a finite number or null, got {v!r}")
+    return Decimal(str(v))
+
+
+def _metrics(raw: Any, where: str, rx: re.Pattern) -> dict[str, MetricInfo]:
+    if isinstance(raw, (list, tuple)):
+        raw = {name: None for name in raw}
+    if not isinstance(raw, Mapping) or not raw:
+        raise SpecError(f"{where}: metrics must be a non-empty object mapping each metric name to "
+                        "{\"unit\", \"min\", \"max\", \"description\"} (each optional), or a list of names")
+    out = {}
+    for name, info in raw.items():
+        _check_name(name, rx, f"{where}: metric name",
+                    "names are lowercase words (letters, digits, _) joined by dots, e.g. cpu.usage")
+        info = {} if info is None else info
+        if not isinstance(info, Mapping):
+            raise SpecError(f"{where}: metrics[{name!r}] must be an object with unit/min/max/description or null")
+        _no_unknown(info, _METRIC_KEYS, f"{where}: metrics[{name!r}]")
+        unit = info.get("unit")
+        if unit is not None and (not isinstance(unit, str) or not unit):
+            raise SpecError(f"{where}: metrics[{name!r}].unit must be a non-empty string such as \"%\" or \"ms\"")
+        lo = _number(info.get("min"), f"{where}: metrics[{name!r}].min")
+        hi = _number(info.get("max"), f"{where}: metrics[{name!r}].max")
+        if lo is not None and hi is not None and lo > hi:
+            raise SpecError(f"{where}: metrics[{name!r}] has min {lo} above max {hi}; swap them")
+        desc = info.get("description", "")
+        if not isinstance(desc, str):
+            raise SpecError(f"{where}: metrics[{name!r}].description must be a string")
+        out[name] = MetricInfo(name, unit, lo, hi, desc)
+    return out
+
+
+def _limit(v: Any, where: str) -> int:
+    if isinstance(v, str):
+        try:
+            seconds = Duration.parse(v).seconds
+        except SpecError as e:
+            raise SpecError(f"{where}: {e}") from None
+    elif isinstance(v, int) and not isinstance(v, bool):
+        seconds = v
+    else:
+        raise SpecError(f"{where}: expected a duration such as \"7d\" or a number of seconds, got {v!r}")
+    if seconds <= 0:
+        raise SpecError(f"{where}: must be longer than zero, got {v!r}")
+    return seconds

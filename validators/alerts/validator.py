@@ -1,0 +1,160 @@
+"""The semantic checks of alert rules: :class:`AlertRulesValidator`.
+
+Owns what makes a well-formed rule wrong for a catalog (unknown names, thresholds out of range or in the
+wrong unit, comparisons never or always true, windows and hold times out of bounds, duplicates), each
+reported as an :class:`~structgen.validators.Issue` spanning the offending text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from decimal import Decimal
+from pathlib import Path
+from typing import Mapping
+
+from lark.exceptions import LarkError
+
+from ..base import Issue, Span
+from .catalog import _INF, AlertCatalog, _value_range
+from .rules import AlertRule, Comparison, Duration, Notify, _decimal_text, _parse
+
+__all__ = ["AlertRulesValidator"]
+
+#: Threshold units that convert into one another: (dimension, size in the dimension's base unit).
+_SCALE = {"ms": ("time", Decimal("0.001")), "s": ("time", Decimal(1)),
+          "KB": ("bytes", Decimal(10) ** 3), "MB": ("bytes", Decimal(10) ** 6), "GB": ("bytes", Decimal(10) ** 9)}
+
+
+def _fmt(d: Decimal) -> str:
+    if d in (_INF, -_INF):
+        return "∞" if d > 0 else "-∞"
+    return _decimal_text(d)
+
+
+def _fmt_duration(seconds: int) -> str:
+    return Duration(seconds, "s").canonical()
+
+
+def _suggest(name: str, known) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    shown = ", ".join(list(known)[:8]) + (", ..." if len(known) > 8 else "")
+    return (f" (did you mean {close[0]!r}?)" if close else "") + f"; known: {shown}"
+
+
+class AlertRulesValidator:
+    """Checks alert rules against an :class:`AlertCatalog` (or a dict / JSON path of one).
+
+    Reports unknown metrics, channels, teams, label keys and values; thresholds outside a metric's range
+    or in the wrong unit; comparisons that can never be true (or are always true) given the range;
+    aggregation windows and hold times that are zero or longer than the catalog's limits; duplicate
+    actions and duplicate list values. Each issue's span is the offending part. Never raises.
+    """
+
+    name = "alerts"
+
+    def __init__(self, catalog: AlertCatalog | Mapping | str | Path):
+        self.catalog = AlertCatalog.coerce(catalog)
+
+    def __repr__(self) -> str:
+        return f"AlertRulesValidator({len(self.catalog.metrics)} metrics)"
+
+    def __call__(self, text: str) -> list[Issue]:
+        if not isinstance(text, str):
+            return []
+        try:
+            rule = _parse(text)
+        except LarkError:
+            return []  # the Lark validator reports the syntax
+        except RecursionError:
+            return [Issue("the rule is nested too deeply to check; remove redundant parentheses or `not`s",
+                          None, "condition", self.name)]
+        return self.check(rule)
+
+    def check(self, rule: AlertRule) -> list[Issue]:
+        """The issues of a parsed rule (spans index ``rule.text``)."""
+        issues: list[Issue] = []
+        cat = self.catalog
+
+        def issue(msg: str, span: Span | None, path: str) -> None:
+            issues.append(Issue(msg, span, path, self.name))
+
+        for c in rule.comparisons():
+            self._comparison(c, issue)
+        for m in rule.label_matches():
+            if cat.labels is not None and m.key not in cat.labels:
+                issue(f"unknown label key {m.key!r}{_suggest(m.key, cat.labels)}", m.key_span, "label")
+                known_values = None
+            else:
+                known_values = cat.labels.get(m.key) if cat.labels is not None else None
+            seen: set[str] = set()
+            for value, span in zip(m.values, m.value_spans or (None,) * len(m.values)):
+                if known_values is not None and value not in known_values:
+                    issue(f"unknown value {value!r} for label {m.key!r}{_suggest(value, known_values)}", span,
+                          f"label/{m.key}")
+                elif value in seen:
+                    issue(f"{value!r} is listed twice for label {m.key!r}; list each value once", span,
+                          f"label/{m.key}")
+                seen.add(value)
+        if rule.hold is not None:
+            h = rule.hold
+            if h.seconds == 0:
+                issue(f"the hold time `for {h}` is zero; drop `for {h}` or give a positive duration", h.span, "hold")
+            elif h.seconds > cat.max_hold:
+                issue(f"the hold time {h} is longer than the limit of {_fmt_duration(cat.max_hold)}", h.span, "hold")
+        done: dict[str, set[str]] = {"channel": set(), "team": set()}
+        for i, a in enumerate(rule.actions):
+            if isinstance(a, Notify):
+                what, name, span, known, twice = ("channel", a.channel, a.channel_span, cat.channels,
+                                                  "is notified twice; notify each channel once")
+            else:
+                what, name, span, known, twice = ("team", a.team, a.team_span, cat.teams,
+                                                  "is paged twice; page each team once")
+            if known is not None and name not in known:
+                issue(f"unknown {what} {name!r}{_suggest(name, known)}", span, f"actions/{i}")
+            elif name in done[what]:
+                issue(f"{what} {name!r} {twice}", a.span, f"actions/{i}")
+            done[what].add(name)
+        return issues
+
+    def _comparison(self, c: Comparison, issue) -> None:
+        cat, m, t = self.catalog, c.metric, c.threshold
+        if m.window is not None:
+            w = m.window
+            if w.seconds == 0:
+                issue(f"the window [{w}] of {m.canonical()} is zero; give a positive duration such as [5m]",
+                      w.span, "window")
+            elif w.seconds > cat.max_window:
+                issue(f"the window [{w}] is longer than the limit of {_fmt_duration(cat.max_window)}",
+                      w.span, "window")
+        info = cat.metrics.get(m.name)
+        if info is None:
+            issue(f"unknown metric {m.name!r}{_suggest(m.name, cat.metrics)}", m.name_span, "metric")
+            return
+        what = m.canonical()
+        # the unit of the aggregated value, and the threshold in that unit
+        unit, lo, hi = _value_range(info, m.aggregation)
+        value = t.value
+        if t.unit is not None and t.unit != unit:
+            a, b = _SCALE.get(t.unit), _SCALE.get(unit) if unit else None
+            if a is None or b is None or a[0] != b[0]:
+                where = "a count of samples, without a unit" if m.aggregation == "count" else (
+                    f"in {unit}" if unit else "without a unit")
+                issue(f"{what} is {where}, but the threshold {t.canonical()} is in {t.unit}; "
+                      f"write the threshold {'without a unit' if not unit else 'in ' + unit}", t.span, "threshold")
+                return
+            value = value * a[1] / b[1]
+        shown = t.canonical() + (f" (= {_fmt(value)}{unit})" if value != t.value else "")
+        if value < lo or value > hi:
+            issue(f"the threshold {shown} is outside the range of {what}: "
+                  f"{_fmt(lo)} to {_fmt(hi)}{unit or ''}", t.span, "threshold")
+            return
+        never = {">": value >= hi, ">=": value > hi, "<": value <= lo, "<=": value < lo,
+                 "==": False, "!=": lo == hi == value}[c.op]
+        always = {">": value < lo, ">=": value <= lo, "<": value > hi, "<=": value >= hi,
+                  "==": lo == hi == value, "!=": False}[c.op]
+        rng = f"{_fmt(lo)} to {_fmt(hi)}{unit or ''}"
+        if never:
+            issue(f"`{c.canonical()}` can never be true: {what} stays within {rng}", c.span, "comparison")
+        elif always:
+            issue(f"`{c.canonical()}` is always true: {what} stays within {rng}, so the alert would always fire",
+                  c.span, "comparison")
