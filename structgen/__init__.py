@@ -41,12 +41,13 @@ from .errors import (  # noqa: E402
 from .models import load_model  # noqa: E402
 from .sampler import Generator, Result, StepEvent  # noqa: E402
 from .spec import Choice, Grammar, JsonSchema, Regex  # noqa: E402
+from .sql import Sql  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "load_model", "Generator", "Result", "StepEvent", "compile", "models",
-    "JsonSchema", "Regex", "Grammar", "Choice",
+    "JsonSchema", "Regex", "Grammar", "Sql", "Choice",
     "StructgenError", "SpecError", "UnsupportedSchemaError", "GrammarSyntaxError", "CompileError",
     "CanvasTooSmallError", "ConstraintViolation", "GenerationError", "ModelLoadError", "ConfigError", "QueryError",
 ]

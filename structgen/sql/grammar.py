@@ -1,0 +1,423 @@
+"""The SQLite SELECT grammar in canonical form: generic (``grammars/sqlite_select.lark``) and specialised to
+one database (``specialise(schema)``, the grammar of ``sg.Sql``).
+
+This module is the one source of both grammars. ``generic_grammar()`` is the text of
+``grammars/sqlite_select.lark`` (regenerate the file from it, as its header says; a test checks that it is
+current). Both compile on llguidance (the grammar engine) and on Lark's Earley parser (the
+``LarkValidator``): plain BNF, no templates, priorities, ``?``/``!`` markers, imports or look-around.
+
+**Language.** One read-only statement: ``SELECT [DISTINCT] items FROM ... [WHERE] [GROUP BY [HAVING]]
+[ORDER BY [ASC|DESC]] [LIMIT [OFFSET]]``, ``[INNER|LEFT] JOIN ... ON``, subqueries in FROM (with an alias),
+in ``IN``/``EXISTS`` and as scalars; expressions with SQLite's precedence (``OR`` < ``AND`` < ``NOT`` <
+``= != <> IS IN LIKE BETWEEN`` < ``< <= > >=`` < ``+ -`` < ``* / %`` < ``||`` < unary ``-``), ``CASE``
+(searched and simple), ``CAST``, aggregates, scalar functions with their arities, string and number
+literals, ``NULL``. Nothing else: no other statement, no ``;``, no comments, no compound ``SELECT``
+(UNION...), no comma joins, no window functions. Aggregates cannot appear in WHERE, ON or GROUP BY, nor
+inside another aggregate (each expression level exists in two copies: with and without aggregates).
+
+**Canonical form.** Keywords are UPPERCASE. Whitespace is exactly one space where a separator is needed:
+around keywords and binary operators, after ``,``; none inside parentheses, before ``,``, around ``.``,
+between a function name and ``(``, or at either end. The grammar writes those spaces as explicit ``" "``
+literals instead of ``%ignore``: llguidance reads ``%ignore " "`` as *any run* of spaces (two, three, or
+none between ``SELECT`` and a name), which would let a diffusion model pad the canvas. Function names are
+written one way only: ``COUNT SUM AVG MIN MAX TOTAL GROUP_CONCAT ROUND ABS LOWER UPPER LENGTH TRIM SUBSTR
+REPLACE INSTR COALESCE IFNULL NULLIF IIF CAST`` upper case, ``strftime date datetime julianday`` lower case
+(as SQLite's documentation writes them). Numbers have no sign, exponent or leading zero (``-`` is the
+unary operator, written before a primary and never doubled: ``--`` starts a comment). ``!=`` and ``<>``
+are both accepted. A table alias is written with ``AS``.
+
+**Identifiers.** In the generic grammar an unquoted identifier must contain a lower-case letter
+(``[A-Z_][A-Z0-9_]*`` may precede it), so it can never spell an upper-case keyword; any other name is
+double-quoted (``"ID"``, ``"order"``, ``"unit price"``). A lower-case identifier that SQLite reads as a
+keyword (``order``) is grammatical here and fails only in SQLite; the specialised grammar quotes it.
+Every free-form terminal is bounded (names 64 characters, output aliases 30, numbers 12 digits and 6
+decimals, strings 80 characters): an unbounded one is a state a diffusion model can fill the canvas with.
+
+**Two engines, one text.** Lark's Earley parser predicts one item per alternative, and expands every
+``x?`` inside a rule into two alternatives of the whole rule; so each optional clause is a nullable rule
+of its own and every class of operators or function names is one terminal (``CMP_OP``, ``FN_1``...),
+which keeps the specialised grammar's parse at tens of ms. llguidance's lexer looks one byte ahead: no
+terminal has an alternative that is a proper prefix of another the next lexeme could continue (hence
+``"SELECT " distinct`` rather than a terminal ``"SELECT " | "SELECT DISTINCT "``, which would reject
+``SELECT Dname``, and ``"CASE " (operand " ")? "WHEN "``). The tests derive random sentences from the Lark
+rules and require llguidance to accept them.
+
+**Specialisation** (``specialise``): identifiers are the database's own.
+
+* Every table has two canonical aliases derived from its name (``customers`` -> ``c``, ``c2``;
+  ``order_items`` -> ``oi``, ``oi2``; unique, never a keyword or a table name). A qualified reference
+  ``X.col`` exists only for ``X`` naming or aliasing a table that has ``col`` (``c.price`` cannot be
+  produced). Subqueries in FROM take the aliases ``sub``, ``sub2``, ``sub3``; their columns are output
+  aliases or schema column names.
+* Scopes: each query is either *single-table* (``FROM t [AS a]``, no join: columns of ``t`` unqualified,
+  or any qualified reference, for correlation with an outer query) or *joined* (at least one join, or a
+  subquery in FROM: qualified references only, no bare column names). Every expression rule exists once per
+  scope (and per aggregate level); ``query`` is the union of the scopes' queries, so every subquery
+  chooses its own scope. What a CFG cannot see is left to the validators: whether a qualified reference's
+  table is in scope, whether an output alias used in ORDER BY was declared, types.
+* Output aliases after ``AS`` (and bare in ORDER BY) are ``[a-z][a-z0-9_]{0,29}`` minus SQLite's keywords
+  and minus the schema's table names, column names and aliases (so a bare name in ORDER BY is never
+  a column in disguise); the terminal is an explicit regex of that difference (no look-around).
+* Names that are not plain identifiers, or that are keywords, are double-quoted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from ..errors import SpecError
+from .schema import DbSchema
+
+__all__ = ["KEYWORDS", "generic_grammar", "specialise", "table_aliases", "derived_aliases", "quote_ident",
+           "alias_regex", "ALIAS_MAX_LEN"]
+
+#: SQLite's keywords (https://sqlite.org/lang_keywords.html, 3.40) and the names SQLite reads specially
+#: (TRUE, FALSE, ROWID): never an unquoted name nor an output alias.
+KEYWORDS = frozenset("""
+ABORT ACTION ADD AFTER ALL ALTER ALWAYS ANALYZE AND AS ASC ATTACH AUTOINCREMENT BEFORE BEGIN BETWEEN BY
+CASCADE CASE CAST CHECK COLLATE COLUMN COMMIT CONFLICT CONSTRAINT CREATE CROSS CURRENT CURRENT_DATE
+CURRENT_TIME CURRENT_TIMESTAMP DATABASE DEFAULT DEFERRABLE DEFERRED DELETE DESC DETACH DISTINCT DO DROP
+EACH ELSE END ESCAPE EXCEPT EXCLUDE EXCLUSIVE EXISTS EXPLAIN FAIL FILTER FIRST FOLLOWING FOR FOREIGN FROM
+FULL GENERATED GLOB GROUP GROUPS HAVING IF IGNORE IMMEDIATE IN INDEX INDEXED INITIALLY INNER INSERT INSTEAD
+INTERSECT INTO IS ISNULL JOIN KEY LAST LEFT LIKE LIMIT MATCH MATERIALIZED NATURAL NO NOT NOTHING NOTNULL
+NULL NULLS OF OFFSET ON OR ORDER OTHERS OUTER OVER PARTITION PLAN PRAGMA PRECEDING PRIMARY QUERY RAISE
+RANGE RECURSIVE REFERENCES REGEXP REINDEX RELEASE RENAME REPLACE RESTRICT RETURNING RIGHT ROLLBACK ROW
+ROWS SAVEPOINT SELECT SET TABLE TEMP TEMPORARY THEN TIES TO TRANSACTION TRIGGER UNBOUNDED UNION UNIQUE
+UPDATE USING VACUUM VALUES VIEW VIRTUAL WHEN WHERE WINDOW WITH WITHOUT TRUE FALSE ROWID
+""".split())
+
+#: An unquoted identifier of the canonical form: contains a lower-case letter (so never an upper-case keyword).
+PLAIN_IDENT = r"(?:[A-Z_][A-Z0-9_]{0,30})?[a-z][A-Za-z0-9_]{0,62}"
+QUOTED_IDENT = r'"(?:[^"\x00-\x1f]|""){1,64}"'
+ALIAS_MAX_LEN = 30
+_ALIAS_FIRST = "abcdefghijklmnopqrstuvwxyz"
+_ALIAS_REST = _ALIAS_FIRST + "0123456789_"
+
+# terminals shared by both grammars (regexes in llguidance's and Python's common syntax), bounded: an
+# unbounded one is a trap a diffusion model can fill the canvas with (random logits do: the 4k test
+# vocabulary has hundreds of digit tokens)
+_TERMINALS = {
+    "NUMBER": r"/(?:0|[1-9][0-9]{0,11})(?:\.[0-9]{1,6})?/",
+    "INT": r"/0|[1-9][0-9]{0,8}/",
+    "STRING": r"/'(?:[^'\x00-\x1f]|''){0,80}'/",
+}
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as the canonical form writes it: bare when it is a plain identifier that is not a keyword,
+    else double-quoted (inner ``"`` doubled)."""
+    if re.fullmatch(PLAIN_IDENT, name) and name.upper() not in KEYWORDS:
+        return name
+    if re.search(r"[\x00-\x1f]", name):
+        raise SpecError(f"the name {name!r} contains a control character, which the SQL grammar cannot write; "
+                        "rename the table or column")
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _lit(s: str) -> str:
+    """A Lark string literal for ``s``."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+def _alts(items: Iterable[str]) -> str:
+    return " | ".join(dict.fromkeys(items))
+
+
+# ----------------------------------------------------------------------------------------------------
+# aliases
+# ----------------------------------------------------------------------------------------------------
+
+
+def _name_parts(name: str) -> list[str]:
+    return [p.lower() for p in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+", name)]
+
+
+def table_aliases(schema: DbSchema) -> dict[str, tuple[str, str]]:
+    """``{table: (alias, second alias)}``: initials of the name's words (``order_items`` -> ``oi``), made
+    longer where two tables would share them; the second alias (for self-joins) adds ``2``. Aliases are
+    lower-case plain identifiers, unique, never a keyword nor the name of a table."""
+    taken = {t.lower() for t in schema.table_names}
+    out: dict[str, tuple[str, str]] = {}
+    for i, table in enumerate(schema.table_names):
+        parts = _name_parts(table) or ["t"]
+        if parts[0][0].isdigit():
+            parts.insert(0, "t")
+        rest = "".join(p[0] for p in parts[1:])
+        candidates = [parts[0][:k] + rest for k in range(1, len(parts[0]) + 1)]
+        candidates += [f"{candidates[0]}{n}" for n in range(3, 100)] + [f"t{i}_{n}" for n in range(100)]
+        for cand in candidates:
+            second = cand + "2"
+            if (cand.upper() not in KEYWORDS and cand not in taken and second not in taken
+                    and re.fullmatch(r"[a-z][a-z0-9_]*", cand)):
+                break
+        else:  # pragma: no cover - 200 candidates, fewer tables than that share a stem
+            raise SpecError(f"cannot choose an alias for table {table!r}; rename it")
+        taken |= {cand, second}
+        out[table] = (cand, second)
+    return out
+
+
+def derived_aliases(schema: DbSchema, aliases: dict[str, tuple[str, str]] | None = None) -> tuple[str, ...]:
+    """The aliases a subquery in FROM may take: ``sub``, ``sub2``, ``sub3`` (another stem if those clash)."""
+    aliases = table_aliases(schema) if aliases is None else aliases
+    taken = {t.lower() for t in schema.table_names} | {a for pair in aliases.values() for a in pair}
+    for stem in ("sub", "dt", "sq", "derived", "subq"):
+        names = (stem, stem + "2", stem + "3")
+        if not taken & set(names):
+            return names
+    raise SpecError("cannot choose aliases for subqueries: the schema uses sub, dt, sq, derived and subq as names")
+
+
+def alias_regex(excluded: Iterable[str], max_len: int = ALIAS_MAX_LEN) -> str:
+    """A regex (no look-around) for ``[a-z][a-z0-9_]{0,max_len-1}`` minus the words in ``excluded``.
+
+    The words form a trie; at every trie node the regex either leaves the trie (a character that starts no
+    excluded word from here, then any tail within the length bound) or follows a child, and it may stop
+    only at nodes that do not end an excluded word."""
+    trie: dict = {}
+    for w in {w.lower() for w in excluded}:
+        if re.fullmatch(r"[a-z][a-z0-9_]*", w) and len(w) <= max_len:
+            node = trie
+            for ch in w:
+                node = node.setdefault(ch, {})
+            node[""] = {}
+
+    def build(node: dict, depth: int) -> str | None:
+        chars = _ALIAS_REST if depth else _ALIAS_FIRST
+        alts = []
+        if depth < max_len:
+            children = sorted(k for k in node if k)
+            free = [c for c in chars if c not in children]
+            if free:
+                left = max_len - depth - 1
+                alts.append(_char_class(free) + (f"[a-z0-9_]{{0,{left}}}" if left else ""))
+            for c in children:
+                sub = build(node[c], depth + 1)
+                if sub is not None:
+                    alts.append(c + sub)
+        may_stop = depth > 0 and "" not in node
+        if not alts:
+            return "" if may_stop else None
+        body = "(?:" + "|".join(alts) + ")"
+        return body + "?" if may_stop else body
+
+    rx = build(trie, 0)
+    if rx is None:  # pragma: no cover - the excluded words are finite, so some alias always remains
+        raise SpecError("no output alias is left once keywords and schema names are excluded")
+    return rx
+
+
+def _char_class(chars: list[str]) -> str:
+    """A compact character class for ``chars`` (runs of consecutive characters become ranges)."""
+    codes = sorted(ord(c) for c in chars)
+    parts, i = [], 0
+    while i < len(codes):
+        j = i
+        while j + 1 < len(codes) and codes[j + 1] == codes[j] + 1:
+            j += 1
+        a, b = chr(codes[i]), chr(codes[j])
+        parts.append(a if i == j else (a + b if j == i + 1 else f"{a}-{b}"))
+        i = j + 1
+    return "[" + "".join(parts) + "]"
+
+
+# ----------------------------------------------------------------------------------------------------
+# rule templates
+# ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """One scope: rule suffix, the body of its column reference rule and of its FROM clause, and whether
+    a bare output alias may stand as an ORDER BY term."""
+
+    name: str
+    col: str
+    from_: str
+    order_alias: bool
+
+
+# operator and function-name classes are terminals (one lexeme each), not rule alternatives: Lark's Earley
+# parser predicts one item per alternative, so alternatives of literals would multiply its work. No
+# alternative is a proper prefix of another that the next lexeme could continue: llguidance's lexer looks
+# one byte ahead, so a terminal "SELECT " | "SELECT DISTINCT " would reject "SELECT Dname".
+_CLASS_TERMINALS = {
+    "CMP_OP": '" = " | " != " | " <> "',
+    "REL_OP": '" < " | " <= " | " > " | " >= "',
+    "ARITH_OP": '" + " | " - "',
+    "MUL_OP": '" * " | " / " | " % "',
+    "IS_NULL": '" IS NULL" | " IS NOT NULL"',
+    "IN_OP": '" IN (" | " NOT IN ("',
+    "LIKE_OP": '" LIKE " | " NOT LIKE "',
+    "BETWEEN_OP": '" BETWEEN " | " NOT BETWEEN "',
+    "JOIN_KW": '" JOIN " | " INNER JOIN " | " LEFT JOIN "',
+    "ORDER_DIR": '" ASC" | " DESC"',
+    "FN_1": '"ABS(" | "LOWER(" | "UPPER(" | "LENGTH(" | "TRIM("',
+    "FN_2": '"IFNULL(" | "NULLIF(" | "INSTR("',
+    "FN_DATE": '"date(" | "datetime(" | "julianday("',
+    "AGG_FN": '"COUNT(" | "SUM(" | "AVG(" | "MIN(" | "MAX(" | "TOTAL("',
+    "CAST_TYPE": '"INTEGER" | "REAL" | "TEXT" | "NUMERIC"',
+}
+
+
+def _expr_rules(s: str, agg: bool, col: str) -> list[tuple[str, str]]:
+    """The expression rules of scope ``s`` at one aggregate level (``_a``: aggregates allowed; ``_n``:
+    none, and the level of aggregate arguments). One rule per precedence level, loosest first."""
+    x = f"{s}_{'a' if agg else 'n'}"
+    e = f"expr_{x}"
+    return [
+        (e, f'and_{x} (" OR " and_{x})*'),
+        (f"and_{x}", f'not_{x} (" AND " not_{x})*'),
+        (f"not_{x}", f'"NOT " not_{x} | pred_{x}'),
+        (f"pred_{x}", f"rel_{x} tail_{x}?"),
+        (f"tail_{x}", " | ".join([
+            f"CMP_OP rel_{x}", "IS_NULL", f'IN_OP (query | list_{x}) ")"', f"LIKE_OP rel_{x}",
+            f'BETWEEN_OP rel_{x} " AND " rel_{x}',
+        ])),
+        (f"list_{x}", f'{e} (", " {e})*'),
+        (f"rel_{x}", f"sum_{x} (REL_OP sum_{x})?"),
+        (f"sum_{x}", f"prod_{x} (ARITH_OP prod_{x})*"),
+        (f"prod_{x}", f"cat_{x} (MUL_OP cat_{x})*"),
+        (f"cat_{x}", f'unary_{x} (" || " unary_{x})*'),
+        (f"unary_{x}", f'"-"? prim_{x}'),
+        (f"prim_{x}", " | ".join([
+            "NUMBER", "STRING", '"NULL"', col, f"func_{x}", f"case_{x}",
+            f'"(" {e} ")"', '"(" query ")"', '"EXISTS (" query ")"',
+        ] + ([f"agg_{s}"] if agg else []))),
+        (f"func_{x}", " | ".join([
+            f'FN_1 {e} ")"',
+            f'"ROUND(" {e} (", " {e})? ")"',
+            f'FN_2 {e} ", " {e} ")"',
+            f'"SUBSTR(" {e} ", " {e} (", " {e})? ")"',
+            f'"REPLACE(" {e} ", " {e} ", " {e} ")"',
+            f'"IIF(" {e} ", " {e} ", " {e} ")"',
+            f'"COALESCE(" {e} (", " {e})+ ")"',
+            f'"strftime(" {e} (", " {e})+ ")"',
+            f'FN_DATE {e} (", " {e})* ")"',
+            f'"CAST(" {e} " AS " CAST_TYPE ")"',
+        ])),
+        # "CASE " and "WHEN " are separate lexemes and the operand ends with a bare " ": a lexeme " WHEN "
+        # after an optional " " would make llguidance's one-byte-lookahead lexer reject an operand "Wx"
+        (f"case_{x}", f'"CASE " ({e} " ")? "WHEN " {e} " THEN " {e} when_{x}* (" ELSE " {e})? " END"'),
+        (f"when_{x}", f'" WHEN " {e} " THEN " {e}'),
+    ]
+
+
+def _agg_rule(s: str) -> tuple[str, str]:
+    n = f"expr_{s}_n"
+    return (f"agg_{s}", " | ".join([
+        '"COUNT(*)"',
+        f'AGG_FN "DISTINCT "? {n} ")"',
+        f'"GROUP_CONCAT(" ("DISTINCT " {n} | {n} (", " {n})?) ")"',
+    ]))
+
+
+def _scope_rules(sc: _Scope) -> list[tuple[str, str]]:
+    """The query and expression rules of one scope. Each optional clause is a rule of its own, so that
+    Lark does not expand the query into one alternative per combination of clauses."""
+    s = sc.name
+    a, n = f"expr_{s}_a", f"expr_{s}_n"
+    oterm = f"({a} | OUT_ALIAS)" if sc.order_alias else a
+    rules = [
+        (f"query_{s}", f'"SELECT " distinct items_{s} " FROM " from_{s} where_{s} group_{s} order_{s} limit'),
+        (f"items_{s}", f'item_{s} (", " item_{s})*'),
+        (f"item_{s}", f'"*" | qstar | {a} (" AS " OUT_ALIAS)?'),
+        (f"where_{s}", f'(" WHERE " {n})?'),
+        (f"group_{s}", f'(" GROUP BY " {n} (", " {n})* (" HAVING " {a})?)?'),
+        (f"order_{s}", f'(" ORDER BY " oterm_{s} (", " oterm_{s})*)?'),
+        (f"oterm_{s}", f"{oterm} ORDER_DIR?"),
+        (f"from_{s}", sc.from_),
+        (f"col_{s}", sc.col),
+        _agg_rule(s),
+    ]
+    rules += _expr_rules(s, True, f"col_{s}")
+    rules += _expr_rules(s, False, f"col_{s}")
+    return rules
+
+
+def _render(header: str, rules: list[tuple[str, str]], terminals: dict[str, str]) -> str:
+    lines = [f"// {line}".rstrip() for line in header.strip("\n").split("\n")]
+    lines.append("")
+    for name, body in rules:
+        lines.append(f"{name}: {body}")
+    lines.append("")
+    for name, body in terminals.items():
+        lines.append(f"{name}: {body}")
+    return "\n".join(lines) + "\n"
+
+
+_GENERIC_HEADER = """\
+SQLite SELECT, canonical form: one read-only statement, keywords UPPERCASE, exactly one space where a
+separator is needed. Generated by generic_grammar() in structgen/sql/grammar.py: edit there and regenerate
+with `python -c "import structgen.sql.grammar as g; print(g.generic_grammar(), end='')" > THIS_FILE`.
+The module docstring says what the language holds; sg.Sql(database) specialises the same rules."""
+
+
+def generic_grammar() -> str:
+    """The Lark text of the generic grammar (``grammars/sqlite_select.lark``): identifiers are ``IDENT``."""
+    sc = _Scope("g", 'IDENT "." IDENT | IDENT', 'source (join)*', order_alias=False)
+    rules: list[tuple[str, str]] = [("start", "query"), ("query", "query_g")]
+    rules += _scope_rules(sc)
+    rules += [
+        ("source", '(IDENT | "(" query ")") " AS " IDENT | IDENT'),
+        ("join", 'JOIN_KW source " ON " expr_g_n'),
+        ("qstar", 'IDENT ".*"'),
+        ("limit", '(" LIMIT " INT (" OFFSET " INT)?)?'),
+        ("distinct", '"DISTINCT "?'),
+    ]
+    terminals = {"IDENT": f"/{PLAIN_IDENT}|{QUOTED_IDENT}/", "OUT_ALIAS": "IDENT", **_TERMINALS, **_CLASS_TERMINALS}
+    return _render(_GENERIC_HEADER, rules, terminals)
+
+
+def specialise(schema: DbSchema) -> str:
+    """The Lark text of the SELECT grammar specialised to ``schema`` (see the module docstring)."""
+    aliases = table_aliases(schema)
+    derived = derived_aliases(schema, aliases)
+    rules: list[tuple[str, str]] = [("start", "query")]
+    scopes: list[_Scope] = []
+    tref_alts, des_rules, qcol_alts, star_alts = [], [], [], []
+    all_cols: list[str] = []
+    for i, t in enumerate(schema.tables):
+        tname = quote_ident(t.name)
+        cols = [quote_ident(c) for c in t.column_names]
+        all_cols += cols
+        a1, a2 = aliases[t.name]
+        des_rules += [
+            (f"des_{i}", _alts([_lit(tname), _lit(a1), _lit(a2)])),
+            (f"cols_{i}", _alts(_lit(c) for c in cols)),
+        ]
+        qcol_alts.append(f'des_{i} "." cols_{i}')
+        star_alts.append(f"des_{i}")
+        tref = f'{_lit(tname)} (" AS " ({_lit(a1)} | {_lit(a2)}))?'
+        tref_alts.append(tref)
+        scopes.append(_Scope(f"t{i}", f"cols_{i} | qcol", tref, order_alias=True))
+    des_rules += [
+        ("des_sub", _alts(_lit(d) for d in derived)),
+        ("cols_sub", "OUT_ALIAS | " + _alts(_lit(c) for c in all_cols)),
+    ]
+    qcol_alts.append('des_sub "." cols_sub')
+    star_alts.append("des_sub")
+    scopes.append(_Scope("j", "qcol", "tref (join)+ | derived (join)*", order_alias=True))
+    rules.append(("query", " | ".join(f"query_{sc.name}" for sc in scopes)))
+    for sc in scopes:
+        rules += _scope_rules(sc)
+    rules += [
+        ("tref", " | ".join(tref_alts)),
+        ("derived", '"(" query ") AS " des_sub'),
+        ("join", 'JOIN_KW (tref | derived) " ON " expr_j_n'),
+        ("qcol", " | ".join(qcol_alts)),
+        ("qstar", f'({" | ".join(star_alts)}) ".*"'),
+        ("limit", '(" LIMIT " INT (" OFFSET " INT)?)?'),
+        ("distinct", '"DISTINCT "?'),
+    ]
+    rules += des_rules
+    excluded = set(KEYWORDS) | set(schema.table_names) | {c for t in schema.tables for c in t.column_names}
+    excluded |= {a for pair in aliases.values() for a in pair} | set(derived)
+    terminals = {"OUT_ALIAS": f"/{alias_regex(excluded)}/", **_TERMINALS, **_CLASS_TERMINALS}
+    header = (f"SQLite SELECT, canonical form, specialised to one schema (digest {schema.digest}).\n"
+              "Generated by structgen.sql.grammar.specialise; scopes: "
+              + ", ".join(f"t{i}={t.name}" for i, t in enumerate(schema.tables)) + ", j=joined.")
+    return _render(header, rules, terminals)

@@ -1,0 +1,79 @@
+-- unknown_column: SELECT email FROM customers
+-- unknown_column: SELECT name FROM products WHERE colour = 'red'
+-- unknown_column: SELECT c.email FROM customers AS c
+-- unknown_column: SELECT SUM(amount) FROM orders
+-- unknown_column: SELECT o.total FROM orders AS o
+-- unknown_column: SELECT c.name FROM customers AS c JOIN orders AS o ON o.customer = c.id
+-- unknown_column: SELECT COUNT(*) FROM order_items WHERE qty > 2
+-- unknown_table: SELECT * FROM users
+-- unknown_table: SELECT name FROM customer
+-- unknown_table: SELECT c.name FROM clients AS c
+-- unknown_table: SELECT COUNT(*) FROM sales
+-- unknown_table: SELECT c.name FROM customers AS c JOIN payments AS pay ON pay.customer_id = c.id
+-- unknown_table: SELECT name FROM products WHERE id IN (SELECT product_id FROM order_lines)
+-- wrong_table_column: SELECT p.country FROM products AS p
+-- wrong_table_column: SELECT c.price FROM customers AS c
+-- wrong_table_column: SELECT o.quantity FROM orders AS o
+-- wrong_table_column: SELECT oi.status FROM order_items AS oi
+-- wrong_table_column: SELECT c.name FROM customers AS c JOIN orders AS o ON o.id = c.customer_id
+-- wrong_table_column: SELECT price FROM customers
+-- wrong_table_column: SELECT name FROM orders WHERE status = 'shipped'
+-- wrong_table_column: SELECT products.city FROM products
+-- ambiguous_column: SELECT name FROM customers AS c JOIN products AS p ON p.id = c.id
+-- ambiguous_column: SELECT id FROM orders AS o JOIN customers AS c ON c.id = o.customer_id
+-- ambiguous_column: SELECT c.name FROM customers AS c JOIN orders AS o ON customer_id = c.id
+-- ambiguous_column: SELECT c.name, COUNT(*) FROM customers AS c JOIN orders AS o ON o.customer_id = c.id GROUP BY name
+-- ambiguous_column: SELECT sub.n FROM (SELECT country, COUNT(*) AS n FROM customers GROUP BY country) AS sub WHERE n > 1
+-- ambiguous_column: SELECT c.name FROM customers AS c JOIN products AS p ON p.name = c.name WHERE name LIKE 'A%'
+-- ambiguous_column: SELECT o.id FROM orders AS o JOIN order_items AS oi ON oi.order_id = o.id JOIN products AS p ON p.id = oi.product_id WHERE id > 3
+-- undeclared_alias: SELECT p.name FROM products
+-- undeclared_alias: SELECT c.name FROM customers AS c JOIN orders AS o ON o2.customer_id = c.id
+-- undeclared_alias: SELECT name FROM customers ORDER BY total
+-- undeclared_alias: SELECT o.id FROM orders AS o JOIN customers AS c ON c.id = o.customer_id WHERE oi.quantity > 2
+-- undeclared_alias: SELECT sub.n FROM customers AS c
+-- undeclared_alias: SELECT c.name FROM customers
+-- syntax: SELECT FROM customers
+-- syntax: SELECT name FROM
+-- syntax: SELECT name customers
+-- syntax: SELECT name FROM customers WHERE
+-- syntax: SELECT name, FROM customers
+-- syntax: SELECT COUNT(* FROM orders
+-- syntax: SELECT name FROM products WHERE price > > 3
+-- syntax: SELECT name FROM customers GROUP BY
+-- syntax: SELECT name FROM customers LIMIT 'ten'
+-- syntax: SELECT name FROM customers WHERE id IN ()
+-- syntax: SELECT name FROM customers WHERE id = 1 -- comment
+-- syntax: SELECT name FROM customers /* comment */
+-- syntax: SELECT name FROM products WHERE price = --1
+-- syntax: SELECT name FROM customers UNION SELECT name FROM products
+-- misplaced_aggregate: SELECT name FROM customers WHERE COUNT(*) > 1
+-- misplaced_aggregate: SELECT SUM(COUNT(*)) FROM orders
+-- misplaced_aggregate: SELECT country FROM customers GROUP BY COUNT(*)
+-- misplaced_aggregate: SELECT c.name FROM customers AS c JOIN orders AS o ON COUNT(o.id) > 1
+-- write_statement: INSERT INTO customers (name) VALUES ('x')
+-- write_statement: UPDATE products SET price = 0
+-- write_statement: DELETE FROM orders
+-- write_statement: DROP TABLE customers
+-- write_statement: ATTACH DATABASE 'other.db' AS other
+-- write_statement: PRAGMA table_info(customers)
+-- write_statement: CREATE TABLE t (x INTEGER)
+-- write_statement: REPLACE INTO products VALUES (1, 'a', 'b', 1)
+-- write_statement: SELECT name FROM customers; DROP TABLE customers
+-- write_statement: SELECT name FROM customers;
+-- write_statement: SELECT name FROM customers; SELECT name FROM products
+-- write_statement: WITH x AS (SELECT id FROM orders) DELETE FROM orders
+-- lowercase: select name from customers
+-- lowercase: SELECT name from customers
+-- lowercase: Select name FROM customers
+-- lowercase: SELECT count(*) FROM orders
+-- lowercase: SELECT name FROM customers where id = 1
+-- lowercase: SELECT name FROM products ORDER BY price desc
+-- whitespace: SELECT  name FROM customers
+-- whitespace:  SELECT name FROM customers
+-- whitespace: SELECT name,price FROM products
+-- whitespace: SELECT name FROM customers WHERE id=1
+-- whitespace: SELECT COUNT( * ) FROM orders
+-- whitespace: SELECT name FROM customers WHERE id IN ( 1, 2 )
+-- whitespace: SELECT name	FROM customers
+-- whitespace: SELECT name FROM customers WHERE  id = 1
+-- whitespace: SELECT c.name FROM customers AS c JOIN orders AS o ON o.customer_id = c . id
