@@ -1,5 +1,8 @@
-"""The ``structgen`` command line (typer): ``structgen generate PROMPT --schema FILE | --regex R |
---grammar FILE | --choice A,B`` prints the result; ``--trace`` shows the canvas filling step by step."""
+"""The ``structgen`` command line (typer).
+
+``structgen generate PROMPT --schema FILE | --regex R | --grammar FILE | --choice A,B`` prints the result;
+``structgen sql --db FILE QUESTION [--run]`` prints a SELECT over the database (and its rows);
+``--trace`` shows the canvas filling step by step."""
 
 from __future__ import annotations
 
@@ -55,6 +58,60 @@ def _render_canvas(ev, vocab, width: int = 100) -> Text:
     return t
 
 
+def _generator(model: Optional[str], device: Optional[str], **settings):
+    """Load the model (printing its warnings, e.g. "untrained") and build a Generator."""
+    import warnings
+
+    import structgen as sg
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m = sg.load_model(model, device=device)
+    for w in caught:
+        err.print(f"[yellow]warning:[/] {w.message}")
+    return sg.Generator(m, **settings)
+
+
+def _trace_printer(gen):
+    """An ``on_step`` callback that prints each step's canvas to stderr."""
+    vocab = gen.vocab
+    label = {"forced": "[cyan]forced[/]", "model": "[green]model[/]", "remask": "[red]re-mask[/]"}
+
+    def on_step(ev):
+        err.print(f"step {ev.step:>3} {label.get(ev.kind, ev.kind):<8} nfe={ev.nfe:<3} "
+                  f"+{len(ev.positions)}", _render_canvas(ev, vocab), sep=" ")
+        if ev.kind == "remask":
+            err.print(f"          [red]{ev.note}[/]")
+
+    return on_step
+
+
+def _summary(r) -> None:
+    err.print(f"[dim]valid={r.valid} engine={r.engine} nfe={r.nfe} tokens={r.n_output_tokens} "
+              f"forced={r.n_forced} repairs={r.repair_rounds} {r.timings['total_s']:.2f}s[/]")
+
+
+def _result_json(r, **extra) -> str:
+    value = r.value.model_dump() if hasattr(r.value, "model_dump") else r.value
+    return json.dumps({
+        "text": r.text, "value": value, "valid": r.valid, "errors": r.errors, "nfe": r.nfe, "engine": r.engine,
+        "timings": r.timings, "output_tokens": r.n_output_tokens, "forced_tokens": r.n_forced,
+        "repair_rounds": r.repair_rounds, **extra,
+    }, default=str)
+
+
+# sampler options shared by the commands that generate
+_MODEL = typer.Option(None, "--model", help="Model directory ('random' for random logits).")
+_BLOCK = typer.Option(32, "--block-length", help="Semi-autoregressive block length.")
+_THRESHOLD = typer.Option(0.9, "--threshold", help="Confidence threshold for parallel commits.")
+_TPS = typer.Option(None, "--tokens-per-step", help="Fixed commits per step.")
+_TEMP = typer.Option(0.0, "--temperature", help="0 = greedy.")
+_SEED = typer.Option(0, "--seed")
+_DEVICE = typer.Option(None, "--device", help="cpu or cuda (default: cuda if available).")
+_TRACE = typer.Option(False, "--trace", help="Show the canvas filling step by step.")
+_JSON = typer.Option(False, "--json", help="Print the whole result as JSON.")
+
+
 @app.command()
 def generate(
     prompt: str = typer.Argument(..., help="The prompt (plain text)."),
@@ -62,56 +119,79 @@ def generate(
     regex: Optional[str] = typer.Option(None, "--regex", help="A regular expression."),
     grammar: Optional[Path] = typer.Option(None, "--grammar", help="A Lark grammar file."),
     choice: Optional[str] = typer.Option(None, "--choice", help="Comma-separated options."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model directory ('random' for random logits)."),
+    model: Optional[str] = _MODEL,
     max_tokens: int = typer.Option(128, "--max-tokens", "-n", help="Canvas length in tokens."),
-    block_length: int = typer.Option(32, "--block-length", help="Semi-autoregressive block length."),
-    threshold: float = typer.Option(0.9, "--threshold", help="Confidence threshold for parallel commits."),
-    tokens_per_step: Optional[int] = typer.Option(None, "--tokens-per-step", help="Fixed commits per step."),
-    temperature: float = typer.Option(0.0, "--temperature", help="0 = greedy."),
-    seed: int = typer.Option(0, "--seed"),
+    block_length: int = _BLOCK,
+    threshold: float = _THRESHOLD,
+    tokens_per_step: Optional[int] = _TPS,
+    temperature: float = _TEMP,
+    seed: int = _SEED,
     engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar"),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda (default: cuda if available)."),
-    trace: bool = typer.Option(False, "--trace", help="Show the canvas filling step by step."),
-    as_json: bool = typer.Option(False, "--json", help="Print the whole result as JSON."),
+    device: Optional[str] = _DEVICE,
+    trace: bool = _TRACE,
+    as_json: bool = _JSON,
 ) -> None:
     """Generate output that satisfies a schema, regex, grammar or choice list."""
-    import warnings
-
     import structgen as sg
 
     try:
         spec = _spec(schema, regex, grammar, choice)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            m = sg.load_model(model, device=device)
-        for w in caught:
-            err.print(f"[yellow]warning:[/] {w.message}")
-        gen = sg.Generator(m, block_length=block_length, threshold=threshold, tokens_per_step=tokens_per_step,
-                           temperature=temperature, seed=seed, engine=engine)
-        on_step = None
-        if trace:
-            vocab = gen.vocab
-
-            def on_step(ev):
-                label = {"forced": "[cyan]forced[/]", "model": "[green]model[/]", "remask": "[red]re-mask[/]"}
-                err.print(f"step {ev.step:>3} {label.get(ev.kind, ev.kind):<8} nfe={ev.nfe:<3} "
-                          f"+{len(ev.positions)}", _render_canvas(ev, vocab), sep=" ")
-                if ev.kind == "remask":
-                    err.print(f"          [red]{ev.note}[/]")
-        r = gen.generate(prompt, spec, max_tokens=max_tokens, on_step=on_step)
+        gen = _generator(model, device, block_length=block_length, threshold=threshold,
+                         tokens_per_step=tokens_per_step, temperature=temperature, seed=seed, engine=engine)
+        r = gen.generate(prompt, spec, max_tokens=max_tokens, on_step=_trace_printer(gen) if trace else None)
     except sg.StructgenError as e:
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(2)
     if as_json:
-        out.print_json(json.dumps({
-            "text": r.text, "value": r.value if not hasattr(r.value, "model_dump") else r.value.model_dump(),
-            "valid": r.valid, "errors": r.errors, "nfe": r.nfe, "engine": r.engine, "timings": r.timings,
-            "output_tokens": r.n_output_tokens, "forced_tokens": r.n_forced, "repair_rounds": r.repair_rounds,
-        }, default=str))
+        out.print_json(_result_json(r))
     else:
         sys.stdout.write(r.text + "\n")
-        err.print(f"[dim]valid={r.valid} engine={r.engine} nfe={r.nfe} tokens={r.n_output_tokens} "
-                  f"forced={r.n_forced} {r.timings['total_s']:.2f}s[/]")
+        _summary(r)
+
+
+@app.command()
+def sql(
+    question: str = typer.Argument(..., help="The question, in plain language."),
+    db: Path = typer.Option(..., "--db", help="The SQLite database to query (opened read-only)."),
+    run: bool = typer.Option(False, "--run", help="Also run the query (read-only) and print the rows."),
+    max_rows: int = typer.Option(20, "--max-rows", help="Rows to fetch when running."),
+    timeout: float = typer.Option(5.0, "--timeout", help="Seconds a query may run."),
+    model: Optional[str] = _MODEL,
+    max_tokens: int = typer.Option(96, "--max-tokens", "-n", help="Canvas length in tokens."),
+    block_length: int = _BLOCK,
+    threshold: float = _THRESHOLD,
+    tokens_per_step: Optional[int] = _TPS,
+    temperature: float = _TEMP,
+    seed: int = _SEED,
+    device: Optional[str] = _DEVICE,
+    trace: bool = _TRACE,
+    as_json: bool = _JSON,
+) -> None:
+    """Answer a question over a SQLite database with one SELECT that parses, names only real tables and
+    columns, and compiles against the database; ``--run`` also runs it and prints the rows."""
+    import structgen as sg
+    from structgen.sql import run_query
+
+    try:
+        spec = sg.Sql(db)
+        gen = _generator(model, device, block_length=block_length, threshold=threshold,
+                         tokens_per_step=tokens_per_step, temperature=temperature, seed=seed)
+        r = gen.generate(question, spec, max_tokens=max_tokens, on_step=_trace_printer(gen) if trace else None)
+        rows = run_query(db, r.text, max_rows=max_rows, timeout_s=timeout) if run else None
+    except sg.StructgenError as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2)
+    if as_json:
+        extra = {} if rows is None else {"columns": rows.columns, "rows": [list(x) for x in rows.rows],
+                                         "truncated": rows.truncated}
+        out.print_json(_result_json(r, **extra))
+        return
+    sys.stdout.write(r.text + "\n")
+    _summary(r)
+    if rows is not None:
+        out.print(rows.to_table())
+        if rows.truncated:
+            err.print(f"[dim](first {max_rows} rows shown; --max-rows for more)[/]")
 
 
 if __name__ == "__main__":  # pragma: no cover
