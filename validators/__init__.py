@@ -117,7 +117,9 @@ def validators_for(spec: Any) -> list[Validator]:
     if isinstance(spec, JsonSchema):
         return [_json_validator(spec)]
     if isinstance(spec, Grammar):
-        return [LarkValidator(spec.text, spec.start), *(UserValidator(v) for v in spec.validators)]
+        # a spec may check its syntax with a simpler grammar of the same syntax (Sql: any identifier)
+        syntax = getattr(spec, "syntax_grammar", None) or spec.text
+        return [LarkValidator(syntax, spec.start), *(UserValidator(v) for v in spec.validators)]
     if isinstance(spec, Regex):
         return [RegexValidator(spec.pattern)]
     if isinstance(spec, Choice):
