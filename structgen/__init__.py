@@ -36,7 +36,7 @@ from . import models  # noqa: E402
 from .constraints import compile  # noqa: E402
 from .errors import (  # noqa: E402
     CanvasTooSmallError, CompileError, ConfigError, ConstraintViolation, GenerationError, GrammarSyntaxError,
-    ModelLoadError, QueryError, SpecError, StructgenError, UnsupportedSchemaError,
+    ModelLoadError, QueryError, QueryTimeoutError, SpecError, StructgenError, UnsupportedSchemaError,
 )
 from .models import load_model  # noqa: E402
 from .sampler import Generator, Result, StepEvent  # noqa: E402
@@ -49,5 +49,5 @@ __all__ = [
     "load_model", "Generator", "Result", "StepEvent", "compile", "models",
     "JsonSchema", "Regex", "Grammar", "Sql", "Choice",
     "StructgenError", "SpecError", "UnsupportedSchemaError", "GrammarSyntaxError", "CompileError",
-    "CanvasTooSmallError", "ConstraintViolation", "GenerationError", "ModelLoadError", "ConfigError", "QueryError",
+    "CanvasTooSmallError", "ConstraintViolation", "GenerationError", "ModelLoadError", "ConfigError", "QueryError", "QueryTimeoutError",
 ]

@@ -55,6 +55,10 @@ class QueryError(StructgenError):
     """Running a SQL query failed: it does not compile, it is not read-only, or it ran past its time limit."""
 
 
+class QueryTimeoutError(QueryError):
+    """A SQL query ran past its time limit and was interrupted."""
+
+
 class DeadEnd(GenerationError):
     """The committed tokens leave no way to finish the output inside the canvas (a sampling dead end, met
     after model calls). The generator backs off: it re-masks from before ``position`` and denoises again."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from typer.testing import CliRunner
 
@@ -42,3 +43,60 @@ def test_clear_errors_exit_2(tmp_path):
     schema.write_text('{"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}')
     r = runner.invoke(app, ["generate", "x", "--schema", str(schema), "--model", "random", "-n", "2"])
     assert r.exit_code == 2 and "too small" in r.output
+
+
+# ------------------------------------------------------------------------------------------ structgen sql
+QUESTION = "How many customers are from Germany?"
+
+
+def _sql_args(shop_db, *extra):
+    return ["sql", "--db", str(shop_db), QUESTION, "--model", "random", "--max-tokens", "48", *extra]
+
+
+def test_sql_prints_one_valid_select(shop_db):
+    from structgen.sql.schema import DbSchema
+    from structgen.validators.sql import sql_validators
+
+    r = runner.invoke(app, _sql_args(shop_db))
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("SELECT "), r.stdout
+    for check in sql_validators(DbSchema.read(shop_db)):
+        assert check(lines[0]) == [], (check.name, lines[0])
+    assert "valid=True" in r.output  # the summary, on stderr
+
+
+def test_sql_run_prints_a_table(shop_db):
+    from structgen.sql import run_query
+
+    # a wide console, so that rich does not wrap the headers (they are the expressions as written)
+    r = runner.invoke(app, _sql_args(shop_db, "--run"), env={"COLUMNS": "2000"})
+    assert r.exit_code == 0, r.output
+    sql, table = r.stdout.split("\n", 1)
+    assert sql.startswith("SELECT ")
+    columns = run_query(shop_db, sql).columns
+    assert columns and columns[0] in table, (columns, table)
+    assert re.search(r"\d+ rows? in [0-9.]+ ms", table), table
+
+
+def test_sql_json_run(shop_db):
+    from structgen.sql import run_query
+
+    r = runner.invoke(app, _sql_args(shop_db, "--json", "--run"))
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert {"text", "valid", "columns", "rows"} <= set(out), sorted(out)
+    assert out["valid"] is True and out["text"].startswith("SELECT ")
+    expected = run_query(shop_db, out["text"], max_rows=20)
+    assert out["columns"] == expected.columns
+    assert out["rows"] == json.loads(json.dumps([list(x) for x in expected.rows], default=str))
+    assert out["truncated"] == expected.truncated
+
+
+def test_sql_missing_database_exits_2(tmp_path):
+    missing = tmp_path / "nowhere" / "missing.sqlite"
+    r = runner.invoke(app, ["sql", "--db", str(missing), QUESTION, "--model", "random", "--max-tokens", "48"])
+    assert r.exit_code == 2, r.output
+    flat = "".join(r.output.split())  # rich wraps long lines: compare without whitespace
+    assert str(missing) in flat and "notfound" in flat, r.output
+    assert not missing.exists()

@@ -413,11 +413,11 @@ def test_a_vanished_database_is_an_issue_not_a_crash(tmp_path, shop_db):
 
 def test_sql_validators(schema):
     vs = sql_validators(schema, second_opinion=False)
-    assert [type(v) for v in vs] == [SqlColumnsValidator, SqliteExplainValidator]
+    assert [type(v).__name__ for v in vs] == ["SqlColumnsValidator", "SqliteExplainValidator", "SqliteRunValidator"]
     assert [type(v) for v in sql_validators(schema, explain=False, second_opinion=False)] == [SqlColumnsValidator]
     pytest.importorskip("tree_sitter_sql")
     vs = sql_validators(schema)
-    assert [v.name for v in vs] == ["sql-columns", "sqlite-explain", "tree-sitter:sql"]
+    assert [v.name for v in vs] == ["sql-columns", "sqlite-explain", "sqlite-run", "tree-sitter:sql"]
 
 
 def test_per_call_time(cols, explain):
@@ -430,3 +430,18 @@ def test_per_call_time(cols, explain):
             v(sql)
         per_call = (time.perf_counter() - t0) / n
         assert per_call < 0.05, f"{v.name}: {per_call * 1000:.1f} ms per call"
+
+
+def test_run_validator_reports_runtime_errors_and_not_slow_queries(shop_db):
+    from structgen.validators.sql import SqliteExplainValidator, SqliteRunValidator, sql_validators
+
+    run = SqliteRunValidator(shop_db)
+    overflow = "SELECT ABS(-4294967296 * 2147483648) FROM customers"
+    assert not SqliteExplainValidator(shop_db)(overflow)  # it compiles: only running it shows the error
+    issues = run(overflow)
+    assert len(issues) == 1 and "integer overflow" in issues[0].message and issues[0].span is None
+    assert run("SELECT COUNT(*) FROM customers") == []
+    slow = "SELECT COUNT(*) FROM order_items a, order_items b, order_items c, order_items d"
+    assert SqliteRunValidator(shop_db, timeout_s=0.05)(slow) == []  # still running at the limit: no verdict
+    assert any(isinstance(v, SqliteRunValidator) for v in sql_validators(DbSchema.read(shop_db)))
+    assert not any(isinstance(v, SqliteRunValidator) for v in sql_validators(DbSchema.read(shop_db), explain=False))

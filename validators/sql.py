@@ -34,7 +34,7 @@ from .sql_resolve import Resolver, index_for, load_sqlglot
 if TYPE_CHECKING:  # structgen.sql imports the spec, which imports these validators: import lazily at run time
     from structgen.sql.schema import DbSchema
 
-__all__ = ["SqlColumnsValidator", "SqliteExplainValidator", "sql_validators", "sql_tokens"]
+__all__ = ["SqlColumnsValidator", "SqliteExplainValidator", "SqliteRunValidator", "sql_validators", "sql_tokens"]
 
 
 class SqlColumnsValidator:
@@ -252,12 +252,43 @@ class SqliteExplainValidator:
         return Issue(f"SQLite rejected the statement: {msg}", None, "", self.name)
 
 
+class SqliteRunValidator:
+    """Runs the query's first rows (``max_rows``) on the real database, read-only, within ``timeout_s``:
+    errors that only show when SQLite evaluates it (``ABS`` of the smallest integer: "integer overflow")
+    become an issue for the whole text. A query still running at the limit is not an issue (nothing is
+    known against it); the explicit ``run_query`` has its own limit."""
+
+    name = "sqlite-run"
+
+    def __init__(self, database: str | Path, *, max_rows: int = 100, timeout_s: float = 0.25):
+        self.database = Path(database)
+        self.max_rows, self.timeout_s = max_rows, timeout_s
+
+    def __repr__(self) -> str:
+        return f"SqliteRunValidator({str(self.database)!r})"
+
+    def __call__(self, text: str) -> list[Issue]:
+        from structgen.errors import QueryError, QueryTimeoutError
+        from structgen.sql.run import run_query
+
+        try:
+            run_query(self.database, text, max_rows=self.max_rows, timeout_s=self.timeout_s)
+        except QueryTimeoutError:
+            return []
+        except QueryError as e:
+            return [Issue(f"SQLite failed running the query: {str(e).splitlines()[0]}", None, "", self.name)]
+        except Exception as e:  # a validator never raises
+            return [Issue(f"running the query failed: {type(e).__name__}: {e}", None, "", self.name)]
+        return []
+
+
 def sql_validators(schema: "DbSchema", *, explain: bool = True, second_opinion: bool = True) -> list:
     """The validators of generated SQL over ``schema``: column resolution, then (``explain``) SQLite's own
-    ``EXPLAIN`` on the database file, then (``second_opinion``) a tree-sitter SQL syntax check."""
+    ``EXPLAIN`` on the database file and a read-only run of the first rows, then (``second_opinion``) a
+    tree-sitter SQL syntax check."""
     out: list = [SqlColumnsValidator(schema)]
     if explain:
-        out.append(SqliteExplainValidator(schema.path))
+        out += [SqliteExplainValidator(schema.path), SqliteRunValidator(schema.path)]
     if second_opinion:
         from structgen.validators.code import CodeSyntaxValidator
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, QueryError, StructgenError
+from ..errors import ConfigError, QueryError, QueryTimeoutError, StructgenError
 from .schema import connect_readonly
 
 __all__ = ["QueryResult", "ReadOnlyAuthorizer", "read_only_problem", "run_query"]
@@ -187,7 +187,7 @@ def run_query(database: str | Path, sql: str, *, max_rows: int = 100, timeout_s:
         raise
     except (sqlite3.Error, sqlite3.Warning, ValueError, OverflowError, UnicodeError) as e:
         if timed_out.is_set():
-            raise QueryError(
+            raise QueryTimeoutError(
                 f"the query ran past its time limit of {timeout_s:g} s and was stopped; narrow it (a WHERE "
                 f"clause, a join condition, a LIMIT) or pass a larger timeout_s.\n  SQL: {_short(sql)}"
             ) from None
