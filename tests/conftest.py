@@ -37,3 +37,15 @@ def shop_db() -> Path:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.ensure()
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One intra-op torch thread for a module: its tensors are tiny and the test machine's cores are shared
+    (use with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``)."""
+    import torch
+
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
