@@ -42,12 +42,13 @@ from .models import load_model  # noqa: E402
 from .sampler import Generator, Result, StepEvent  # noqa: E402
 from .spec import Choice, Grammar, JsonSchema, Regex  # noqa: E402
 from .sql import Sql  # noqa: E402
+from .agent import Tool, ToolCall, ToolCallSpec  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = [
     "load_model", "Generator", "Result", "StepEvent", "compile", "models",
-    "JsonSchema", "Regex", "Grammar", "Sql", "Choice",
+    "JsonSchema", "Regex", "Grammar", "Sql", "Choice", "Tool", "ToolCall", "ToolCallSpec",
     "StructgenError", "SpecError", "UnsupportedSchemaError", "GrammarSyntaxError", "CompileError",
     "CanvasTooSmallError", "ConstraintViolation", "GenerationError", "ModelLoadError", "ConfigError", "QueryError", "QueryTimeoutError",
 ]

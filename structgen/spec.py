@@ -59,16 +59,20 @@ class JsonSchema(Spec):
     """A JSON Schema given as a dict, JSON text, or a pydantic model class.
 
     ``JsonSchema(MyModel).model`` keeps the class, so results can be returned as validated instances.
+    The prompt the model sees carries the schema in compact form (``structgen.prompting.json_prompt``);
+    ``JsonSchema(schema, in_prompt=False)`` passes prompts through unchanged (``key`` is the same).
     """
 
     source: Any
     schema: dict = field(init=False)
     model: Any = field(init=False, default=None)
+    in_prompt: bool = field(default=True, kw_only=True)
     kind = "json"
 
     def __post_init__(self):
         src, model = self.source, None
         if isinstance(src, JsonSchema):
+            object.__setattr__(self, "in_prompt", bool(self.in_prompt and src.in_prompt))
             src, model = src.schema, src.model
         elif isinstance(src, type) and hasattr(src, "model_json_schema"):
             model = src
@@ -100,6 +104,19 @@ class JsonSchema(Spec):
     @property
     def key(self) -> str:
         return "json:" + _digest(json.dumps(self.schema, sort_keys=True, separators=(",", ":")))
+
+    def render_prompt(self, prompt):
+        """``prompt`` with the schema in compact form (see ``structgen.prompting``), unless ``in_prompt`` is
+        false."""
+        if not self.in_prompt:
+            return prompt
+        from .prompting import compact_schema, json_prompt
+
+        compact = self.__dict__.get("_compact")
+        if compact is None:
+            compact = compact_schema(self.schema)
+            object.__setattr__(self, "_compact", compact)
+        return json_prompt(self.schema, prompt, compact=compact)
 
     def __repr__(self) -> str:
         name = getattr(self.model, "__name__", None)

@@ -19,12 +19,16 @@ import torch
 from ..constraints import compile as compile_spec
 from ..constraints.base import MASK
 from ..errors import CanvasTooSmallError, ConfigError, DeadEnd, GenerationError
-from ..spec import JsonSchema, Spec, as_spec
+from ..spec import JsonSchema, Regex, Spec, as_spec
 from .events import StepEvent
 from .loop import LoopStats, denoise
 from .policy import CommitPolicy
 from .repair import backoff_positions, positions_to_remask, remask
 from .result import Result
+
+
+#: what unconstrained decoding allows: any text (special tokens aside), then the EOS tail
+ANY_TEXT = Regex(r"[\s\S]*")
 
 
 class Generator:
@@ -67,8 +71,13 @@ class Generator:
 
     # -- generation --------------------------------------------------------------------------------------
     def generate(self, prompt, spec: Spec | dict | type, max_tokens: int = 128, *, strict: bool = True,
-                 trace: bool = False, on_step: Callable | None = None, **overrides) -> Result:
-        """Generate output for ``prompt`` (text or chat messages) that satisfies ``spec``."""
+                 trace: bool = False, on_step: Callable | None = None, constrained: bool = True,
+                 **overrides) -> Result:
+        """Generate output for ``prompt`` (text or chat messages) that satisfies ``spec``.
+
+        ``constrained=False`` is the baseline for evaluations: the same prompt (``spec.render_prompt``) and
+        sampler, but any text may be written (only special tokens are excluded and the EOS tail kept), no
+        repair, and the result is validated against ``spec`` and returned as it is (``strict`` ignored)."""
         unknown = set(overrides) - set(self.settings)
         if unknown:
             raise ConfigError(f"unknown setting(s) {sorted(unknown)}; known: {sorted(self.settings)}")
@@ -79,7 +88,9 @@ class Generator:
         t_start = time.perf_counter()
         spec = as_spec(spec)
         t0 = time.perf_counter()
-        constraint = self.compile(spec, s["engine"])
+        if not constrained:
+            s["max_repair_rounds"], strict = 0, False
+        constraint = self.compile(spec if constrained else ANY_TEXT, s["engine"] if constrained else "automaton")
         compile_s = time.perf_counter() - t0
         need = constraint.min_tokens()
         if need > max_tokens:
@@ -160,3 +171,13 @@ class Generator:
         """Generate JSON for a pydantic model (returns a validated instance) or a dict schema (a value)."""
         spec = schema_or_model if isinstance(schema_or_model, JsonSchema) else JsonSchema(schema_or_model)
         return self.generate(prompt, spec, max_tokens, **kw).value
+
+    def tool_call(self, prompt, tools, max_tokens: int = 96, **kw):
+        """One call of one of ``tools`` (``Tool``s, pydantic classes, OpenAI tool dicts or a ``ToolCallSpec``)
+        for ``prompt``: a ``structgen.agent.ToolCall`` whose arguments validated against the tool's schema
+        and model (``call.result`` is the generation ``Result``); ``GenerationError`` when there is none."""
+        from ..agent.tools import tool_call_spec
+
+        spec = tool_call_spec(tools)
+        result = self.generate(prompt, spec, max_tokens, **kw)
+        return spec.parse(result.text, result)
