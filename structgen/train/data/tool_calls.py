@@ -1,0 +1,286 @@
+"""Tool calls: a user request -> ``{"name": ..., "arguments": {...}}`` for one of examples/tools.py's TOOLS.
+
+Each tool has a value maker (random arguments and the surface forms a request may use for them: cities
+with or without their IATA code, dates in several explicit spellings, 12- or 24-hour times, amounts with
+symbols, currency names, durations in words) and a table of templates whose phrasings state some optional
+arguments and not others; an argument the request does not state is left out of the call, so its default
+applies. The prompt is the request alone: ``ToolCallSpec.render_prompt`` adds the tools. Targets are the
+canonical JSON (:func:`base.canonical_json`) with arguments in the tool schema's property order.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from pathlib import Path
+
+from structgen.errors import SpecError
+
+from . import vocab as V
+from .base import Registry, Template, canonical_json, generate, ordered, say
+
+FAMILY = "tool"
+REG = Registry(FAMILY)
+TOOLS_FILE = Path(__file__).resolve().parents[3] / "examples" / "tools.py"
+
+
+@functools.lru_cache(maxsize=1)
+def tools() -> tuple:
+    """The example tools (``TOOLS`` of examples/tools.py, loaded by path)."""
+    from structgen.agent.tools import load_tools
+
+    if not TOOLS_FILE.is_file():
+        raise SpecError(f"the tool-call training data needs {TOOLS_FILE} (examples/tools.py of a source "
+                        "checkout); run from the repository or pass the family list without 'tool'")
+    return load_tools(TOOLS_FILE)
+
+
+@functools.lru_cache(maxsize=1)
+def spec():
+    """The ``ToolCallSpec`` of every example (one instance: its constraint compiles once)."""
+    from structgen.agent.tools import tool_call_spec
+
+    return tool_call_spec(tools())
+
+
+def _p(rng: random.Random, p: float) -> bool:
+    return rng.random() < p
+
+
+# ---------------------------------------------------------------------------------------- value makers
+_UNITS = {"celsius": ("Celsius", "°C", "degrees Celsius", "celsius"), "fahrenheit": ("Fahrenheit", "°F", "degrees Fahrenheit", "fahrenheit")}
+
+
+def _weather(rng, days=0.4, unit=0.35):
+    c = V.city(rng).name
+    a, s = {"city": c}, {"city": c}
+    if _p(rng, unit):
+        a["unit"] = u = rng.choice(tuple(_UNITS))
+        s["unit"] = rng.choice(_UNITS[u])
+    if _p(rng, days):
+        a["days"] = n = rng.randint(2, 14)
+        s["days"] = V.count_text(rng, n)
+    return a, s
+
+
+_TITLES = ("Budget review", "Dentist", "Sprint planning", "Lunch with Ana", "1:1 with Søren", "Yoga class",
+           "Quarterly all-hands", "Café Müller tasting", "Project kickoff", "Parent-teacher meeting",
+           "Design critique", "Car service", "Interview: data analyst", "Book club", "Flat viewing in Köln")
+_DUR = {15: ("15 minutes", "a quarter of an hour", "15 min"), 20: ("20 minutes", "20 min"),
+        30: ("30 minutes", "half an hour", "30 min"), 45: ("45 minutes", "45 min"),
+        60: ("an hour", "1 hour", "60 minutes", "1h"), 90: ("90 minutes", "an hour and a half", "1.5 hours"),
+        120: ("2 hours", "two hours", "2h", "120 minutes"), 180: ("3 hours", "three hours", "180 minutes"),
+        240: ("4 hours", "half a day (4 hours)")}
+
+
+def _emails(rng, lo, hi):
+    return [V.email(rng) for _ in range(rng.randint(lo, hi))]
+
+
+def _event(rng, dur=0.5, att=0.5):
+    d = V.date(rng)
+    t, tt = V.time_of_day(rng, 15, 7, 20)
+    title = rng.choice(_TITLES)
+    a = {"title": title, "date": d.isoformat(), "start_time": t}
+    s = {"title": title, "date": V.date_text(rng, d), "time": tt}
+    if _p(rng, dur):
+        a["duration_minutes"] = m = rng.choice(tuple(_DUR))
+        s["dur"] = rng.choice(_DUR[m])
+    if _p(rng, att):
+        a["attendees"] = people = _emails(rng, 1, 4)
+        s["att"] = V.join_list(rng, people)
+    return a, s
+
+
+_SUBJECTS = ("Q2 numbers", "Lunch on Friday?", "Invoice INV-2026-0042", "Welcome aboard!", "Flight change",
+             "Meeting notes", "Your order has shipped", "Reunião de equipe", "Rückruf erbeten", "Thank you",
+             "Draft contract for review", "Schedule for the Zürich trip")
+_BODIES = ("See you at noon at Café Müller.", "The report is attached; please send comments by Monday.",
+           "Thanks for your help with the launch, it went great.", "Can we move our call to 3 pm?",
+           "I will be out of office until the 14th.", "Please find the updated figures below.",
+           "Could you confirm the booking for two nights?", "Happy birthday! Hope you have a wonderful day.",
+           "The build is green again, you can deploy.", "Let's meet in Kraków next month to plan the trip.",
+           "Olá! Segue o documento que pediste.", "Danke für das Treffen gestern.")
+
+
+def _email(rng, lo=1, hi=4):
+    to = _emails(rng, lo, hi)
+    subj, body = rng.choice(_SUBJECTS), rng.choice(_BODIES)
+    if _p(rng, 0.3):
+        body += " " + rng.choice(_BODIES)
+    return {"to": to, "subject": subj, "body": body}, {"to": V.join_list(rng, to), "subject": subj, "body": body}
+
+
+_CABINS = {"economy": ("economy", "economy class", "coach"), "premium_economy": ("premium economy",),
+           "business": ("business class", "business"), "first": ("first class",)}
+
+
+def _airport(rng, c, style=None):
+    style = style or rng.choice(("paren", "paren", "code", "city", "both"))
+    return {"paren": f"{c.name} ({c.iata})", "code": c.iata, "city": c.name, "both": f"{c.name} {c.iata}"}[style]
+
+
+def _flight(rng, pax=0.45, cabin=0.4, style=None):
+    o, d = V.two_cities(rng)
+    day = V.date(rng)
+    a = {"origin": o.iata, "destination": d.iata, "date": day.isoformat()}
+    s = {"o": _airport(rng, o, style), "d": _airport(rng, d, style), "date": V.date_text(rng, day),
+         "ocity": o.name, "dcity": d.name}
+    if _p(rng, pax):
+        a["passengers"] = n = rng.randint(1, 9)
+        s["pax"] = V.count_text(rng, n)
+    if _p(rng, cabin):
+        a["cabin"] = c = rng.choice(tuple(_CABINS))
+        s["cab"] = rng.choice(_CABINS[c])
+    return a, s
+
+
+_TASKS = ("call mom", "pay the rent", "water the plants", "submit the report to Zoë", "renew my passport",
+          "pick up the dry cleaning", "book the dentist", "send the invoice to Globex", "take my medication",
+          "buy a gift for Amélie", "check in for the flight to São Paulo", "back up the laptop")
+_ZONES = (("Z", ("UTC", "GMT", "UTC+0")), ("+01:00", ("UTC+1", "GMT+1", "UTC+01:00")),
+          ("+02:00", ("UTC+2", "GMT+2", "UTC+02:00")), ("-05:00", ("UTC-5", "GMT-5", "UTC-05:00")),
+          ("+05:30", ("UTC+5:30", "UTC+05:30", "GMT+5:30")), ("+09:00", ("UTC+9", "GMT+9")),
+          ("-03:00", ("UTC-3", "GMT-3")), ("-08:00", ("UTC-8", "GMT-8", "UTC-08:00")))
+
+
+def _reminder(rng):
+    d = V.date(rng)
+    t, tt = V.time_of_day(rng, 5, 6, 23)
+    off, names = rng.choice(_ZONES)
+    task = rng.choice(_TASKS)
+    a = {"text": task, "at": f"{d.isoformat()}T{t}:00{off}"}
+    return a, {"task": task, "date": V.date_text(rng, d), "time": tt, "tz": rng.choice(names)}
+
+
+_TARGETS = ("EUR", "USD", "GBP", "JPY", "CHF", "SEK", "PLN", "BRL", "INR", "CAD", "NOK", "MXN")
+
+
+def _currency(rng):
+    src, dst = rng.sample(_TARGETS, 2)
+    amt = V.amount(rng, 1, 20000)
+    names = next(c[1] for c in V.CURRENCIES if c[0] == dst)
+    return ({"amount": amt, "from_currency": src, "to_currency": dst},
+            {"amt": V.money_text(rng, amt, src), "to": rng.choice(names)})
+
+
+_DIRS = ("/tmp", "~/Downloads", "./build", "/var/log/app", "~/Documents/drafts", "/home/ana/projects/old",
+         "C:\\Users\\Søren\\Desktop", "D:\\backup\\2025", "~/Pictures/Kraków trip")
+_FILES = ("report_2026.csv", "old invoice.pdf", "cache.bin", "2025-03-03.log", "Résumé José.pdf",
+          "notes.txt", "temp-export.json", "IMG_0042.jpg", "draft_v3.docx", "dump.sql", "budget (copy).xlsx")
+
+
+def _file(rng):
+    d = rng.choice(_DIRS)
+    path = d + ("\\" if "\\" in d else "/") + rng.choice(_FILES)
+    return {"path": path}, {"path": path}
+
+
+MAKERS = {"get_weather": _weather, "create_event": _event, "send_email": _email, "search_flights": _flight,
+          "set_reminder": _reminder, "convert_currency": _currency, "delete_file": _file}
+
+
+# ---------------------------------------------------------------------------------------------- templates
+# (tool, id, split, maker keywords, phrasings). Every phrasing of a template guards each optional argument
+# its maker may state with <slot:...>, or the maker's probability for it is 0 (checked at render time).
+W, E, M, F, R, C, D = ("get_weather", "create_event", "send_email", "search_flights", "set_reminder",
+                       "convert_currency", "delete_file")
+TABLE: tuple[tuple[str, str, str, dict, tuple[str, ...]], ...] = (
+    (W, "ask", "train", {}, ("What's the weather [like|] in {city}<days: for the next {days} days><unit: in {unit}>?",
+                             "How's the weather in {city}<days: over the next {days} days><unit:, in {unit}>?")),
+    (W, "forecast", "train", {"days": 1.0}, ("{days}-day forecast for {city}<unit:, {unit} please>.",
+                                             "Give me a {days} day forecast for {city}<unit: in {unit}>.")),
+    (W, "rain", "train", {}, ("Will it rain in {city}<days: in the next {days} days>?<unit: Temperatures in {unit}.>",
+                              "Do I need an umbrella in {city}<days: over the coming {days} days>?<unit: Use {unit}.>")),
+    (W, "terse", "train", {}, ("weather {city}<days: {days} days><unit: {unit}>", "{city} weather<unit: {unit}><days:, {days} days>")),
+    (W, "trip", "train", {}, ("I'm heading to {city}<days: for {days} days> - how warm is it there<unit: in {unit}>?",
+                              "Travelling to {city}<days: for {days} days>. What's the weather going to be<unit: (in {unit})>?")),
+    (W, "temp", "train", {"days": 0.0}, ("How cold is it in {city} right now<unit:, in {unit}>?",
+                                         "Current temperature in {city}<unit: in {unit}>, please.")),
+    (W, "h.relative", "heldout", {}, ("My parents live in {city}. Could you check what the sky looks like over there<days: for the following {days} days><unit:, with temperatures in {unit}>?",)),
+    (W, "h.packing", "heldout", {}, ("Need to pack for {city}<days: - staying {days} days>. Temperature outlook<unit: in {unit}> pls",)),
+    (E, "schedule", "train", {}, ('Schedule "{title}" on {date} at {time}<dur: for {dur}><att: with {att}>.',
+                                  "Schedule {title} for {date} at {time}<dur:, {dur} long><att:, and invite {att}>.")),
+    (E, "create", "train", {}, ("Create a calendar event called {title} on {date}, starting at {time}<dur:, lasting {dur}><att:; invite {att}>.",)),
+    (E, "put", "train", {}, ("Put {title} in my calendar: {date} {time}<dur:, {dur}><att:, attendees {att}>",
+                             "Add to calendar - {title} - {date} at {time}<dur: - {dur}><att: - with {att}>")),
+    (E, "add", "train", {}, ("Add an event on {date} at {time}: {title}<att: (invite {att})>.<dur: It takes {dur}.>",)),
+    (E, "slot", "train", {"dur": 1.0}, ("Block out {dur} on {date} at {time} for {title}<att: with {att}>.",
+                                        "Reserve {dur} on {date} from {time} for {title}<att:, invite {att}>.")),
+    (E, "meeting", "train", {"att": 1.0}, ("Set up a meeting '{title}' with {att} at {time} on {date}<dur: for {dur}>.",
+                                           "Invite {att} to {title} on {date} at {time}<dur: ({dur})>.")),
+    (E, "h.block", "heldout", {}, ("Can you block my calendar on {date} from {time}<dur: for {dur}>? It's for {title}.<att: Please send invites to {att} as well.>",)),
+    (E, "h.notation", "heldout", {}, ("{title} // {date} @ {time}<dur: // {dur}><att: // guests: {att}>",)),
+    (M, "email", "train", {}, ('Email {to} with the subject "{subject}" and say: {body}',
+                               'Email {to}, subject "{subject}": {body}')),
+    (M, "send", "train", {}, ("Send an email to {to}. Subject: {subject}. Body: {body}",)),
+    (M, "write", "train", {}, ("Write to {to} - subject '{subject}', message: \"{body}\"",)),
+    (M, "mail", "train", {}, ('Please send {to} a mail titled "{subject}": {body}', 'Mail {to}: "{subject}" / {body}')),
+    (M, "headers", "train", {}, ("Send this email.\nTo: {to}\nSubject: {subject}\n\n{body}", "To: {to}\nSubject: {subject}\n{body}")),
+    (M, "message", "train", {}, ('Message {to} about "{subject}" with the text: {body}',
+                                 'Send a message to {to} with subject {subject} saying "{body}"')),
+    (M, "h.letknow", "heldout", {}, ('Let {to} know "{body}" - and put "{subject}" in the subject line.',)),
+    (M, "h.note", "heldout", {}, ("Shoot a quick note over to {to} (re: {subject}) that says: {body}",)),
+    (F, "find", "train", {}, ("Find flights from {o} to {d} on {date}<pax: for {pax} passengers><cab: in {cab}>.",
+                              "Find me a flight from {o} to {d} on {date}<cab:, {cab}><pax:, {pax} people>.")),
+    (F, "search", "train", {}, ("Search flights {o} to {d}, {date}<pax:, {pax} adults><cab:, {cab}>",)),
+    (F, "need", "train", {}, ("I need to fly from {o} to {d} on {date}<cab:, {cab} please>.<pax: We are {pax}.>",)),
+    (F, "terse", "train", {}, ("{o} to {d} {date}<pax: x{pax}><cab: {cab}>", "flights {o}-{d} {date}<cab: {cab}><pax: {pax} pax>")),
+    (F, "any", "train", {}, ("Are there any flights from {o} to {d} on {date}<pax: for {pax} people><cab: in {cab}>?",)),
+    (F, "seats", "train", {"pax": 1.0}, ("Look up {pax} seats<cab: in {cab}> on a flight from {o} to {d} for {date}.",
+                                         "Book {pax} tickets<cab: in {cab}> from {o} to {d} on {date}.")),
+    (F, "h.meeting", "heldout", {"style": "paren"}, ("My meeting is in {d} on {date} and I'm based in {o}. What flights are there?<pax: There will be {pax} of us.><cab: It's a work trip, so {cab}.>",)),
+    (F, "h.outof", "heldout", {}, ("Flying out of {o} on {date}, heading to {d}<cab:, {cab} if possible><pax:, party of {pax}> - what's available?",)),
+    (R, "remind", "train", {}, ("Remind me to {task} on {date} at {time} {tz}.",)),
+    (R, "set", "train", {}, ("Set a reminder for {date}, {time} ({tz}): {task}",)),
+    (R, "at", "train", {}, ("At {time} {tz} on {date} remind me to {task}.",)),
+    (R, "terse", "train", {}, ("reminder: {task} - {date} {time} {tz}", "remind {task} {date} {time} {tz}")),
+    (R, "forget", "train", {}, ("Don't let me forget to {task}! {date} at {time} {tz}.",)),
+    (R, "ping", "train", {}, ("Please ping me on {date} at {time} {tz} to {task}.", "Alert me to {task} on {date}, {time} {tz}.")),
+    (R, "h.nudge", "heldout", {}, ("I have to {task}. Can you nudge me at {time} on {date}? Times are {tz}.",)),
+    (R, "h.note", "heldout", {}, ("{date} / {time} {tz} :: {task} (reminder)",)),
+    (C, "convert", "train", {}, ("Convert {amt} to {to}.",)),
+    (C, "howmuch", "train", {}, ("How much is {amt} in {to}?",)),
+    (C, "worth", "train", {}, ("What's {amt} worth in {to}?",)),
+    (C, "terse", "train", {}, ("{amt} in {to}", "{amt} to {to}?")),
+    (C, "exchange", "train", {}, ("Exchange {amt} into {to}, please.",)),
+    (C, "have", "train", {}, ("I have {amt}. How many {to} is that?",)),
+    (C, "h.bill", "heldout", {}, ("My hotel bill came to {amt}; what does that come to in {to}?",)),
+    (C, "h.quote", "heldout", {}, ("Quote me the {to} equivalent of {amt}.",)),
+    (D, "delete", "train", {}, ("Delete {path}", "Delete the file {path}.")),
+    (D, "remove", "train", {}, ("Remove the file {path}.", "Remove {path} please")),
+    (D, "getrid", "train", {}, ("Please get rid of {path}",)),
+    (D, "rm", "train", {}, ("rm {path}", "del {path}")),
+    (D, "can", "train", {}, ("Can you delete the file at {path}?",)),
+    (D, "erase", "train", {}, ("Erase `{path}` from disk.",)),
+    (D, "h.trash", "heldout", {}, ("{path} is no longer needed - trash it.",)),
+    (D, "h.cleanup", "heldout", {}, ("Clean-up time: the file {path} should go away permanently.",)),
+)
+_OPTIONAL = ("unit", "days", "dur", "att", "pax", "cab")  # slots of optional arguments
+
+
+def _register(tool: str, id: str, split: str, kw: dict, patterns: tuple[str, ...]) -> None:
+    def render(rng: random.Random):
+        args, slots = MAKERS[tool](rng, **kw)
+        text = say(rng, patterns, slots)
+        missing = [k for k in _OPTIONAL if slots.get(k) is not None and str(slots[k]) not in text]
+        if missing:
+            raise SpecError(f"template tool.{tool}.{id} states an argument its text does not mention "
+                            f"({', '.join(missing)}); guard it with <slot:...> in every phrasing")
+        sp = spec()
+        call = {"name": tool, "arguments": ordered(args, sp.tool(tool).schema)}
+        return text, canonical_json(call), call, sp
+
+    REG.add(Template(f"tool.{tool}.{id}", FAMILY, split, render))
+
+
+for _row in TABLE:
+    _register(*_row)
+
+TRAIN_TEMPLATES = REG.train
+HELDOUT_TEMPLATES = REG.heldout
+
+
+def examples(split: str, n: int, seed: int = 0):
+    """``n`` tool-call examples of ``split`` ("train" or "heldout")."""
+    return generate(FAMILY, split, REG.split(split), n, seed)

@@ -1,0 +1,250 @@
+"""Training data: the framework (phrasing, canonical JSON, seeded generation, family dispatch) and the JSON
+extraction and tool-call families: determinism, disjoint splits, targets accepted token by token by the
+compiled constraint and valid, gold consistent with the target, unstated arguments left out, coverage."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections import Counter
+
+import jsonschema
+import pytest
+from structgen.validators import validators_for
+
+import structgen as sg
+from structgen.errors import ConfigError, SpecError
+from structgen.train.data import (
+    FAMILIES,
+    canonical_json,
+    corpus_texts,
+    examples,
+    family_module,
+    mixture,
+    template_ids,
+)
+from structgen.train.data import vocab as V
+from structgen.train.data.base import (
+    Registry,
+    Template,
+    expand,
+    fill,
+    ordered,
+    prompt_text,
+    say,
+)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+MINE = ("json", "tool")
+TOOL_NAMES = ("get_weather", "create_event", "send_email", "search_flights", "set_reminder", "convert_currency",
+              "delete_file")
+
+
+CURRENCY_CODES = {c[0] for c in V.CURRENCIES}
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+
+
+def _key(e):
+    return (e.family, e.template, prompt_text(e.prompt), e.target, json.dumps(e.gold, sort_keys=True), e.spec.key)
+
+
+# ------------------------------------------------------------------------------------------- framework
+def test_phrasing_language():
+    rng = random.Random(0)
+    slots = {"name": "Zoë O'Neil", "city": None}
+    seen = {expand(rng, "[Hi|Hello|] {name}<city: from {city}>.", slots) for _ in range(60)}
+    assert seen == {"Hi {name}.", "Hello {name}.", " {name}."}
+    assert expand(rng, "<city:[a|b]>x", {"city": "Oslo"}) in ("ax", "bx")
+    assert fill("{name}!", slots) == "Zoë O'Neil!"
+    with pytest.raises(SpecError, match="guard it with <city:"):
+        fill("in {city}", slots)
+    # noise changes template words only: inserted values keep their exact form
+    texts = {say(random.Random(i), "Meet {name}, From {name}.", {"name": "ÅSA Berg"}) for i in range(200)}
+    assert all(t.count("ÅSA Berg") == 2 for t in texts)
+    assert any(t.startswith("meet ") for t in texts) and any(t.startswith("Meet ") for t in texts)
+    assert any(not t.endswith(".") for t in texts)
+
+
+def test_canonical_json_and_schema_order():
+    schema = {"type": "object", "properties": {"b": {}, "a": {"type": "object", "properties": {"y": {}, "x": {}}}}}
+    obj = ordered({"a": {"x": 1, "y": [1.5, "é"]}, "b": True}, schema)
+    assert list(obj) == ["b", "a"] and list(obj["a"]) == ["y", "x"]
+    assert canonical_json(obj) == '{"b": true, "a": {"y": [1.5, "é"], "x": 1}}'
+
+
+def test_registry_rejects_duplicates_and_bad_splits():
+    reg = Registry("demo")
+    reg.add(Template("t", "demo", "train", lambda rng: ("p", "t", None, None)))
+    with pytest.raises(SpecError, match="registered twice"):
+        reg.add(Template("t", "demo", "heldout", lambda rng: ("p", "t", None, None)))
+    with pytest.raises(SpecError, match="split"):
+        reg.template("u", "test")
+
+
+def test_family_dispatch_errors():
+    with pytest.raises(ConfigError, match="unknown data family"):
+        examples("yaml", "train", 1)
+    with pytest.raises(ConfigError, match="split"):
+        examples("json", "validation", 1)
+    with pytest.raises(ConfigError, match="families"):
+        mixture("train", 1, families=("json", "csv"))
+    assert FAMILIES == ("json", "tool", "sql", "alert")
+
+
+# ----------------------------------------------------------------------------------------- determinism
+@pytest.mark.parametrize("family", MINE)
+def test_deterministic_and_prefix_stable(family):
+    a = examples(family, "train", 80, seed=7)
+    assert [_key(e) for e in a] == [_key(e) for e in examples(family, "train", 80, seed=7)]
+    assert [_key(e) for e in a[:30]] == [_key(e) for e in examples(family, "train", 30, seed=7)]
+    assert [_key(e) for e in a] != [_key(e) for e in examples(family, "train", 80, seed=8)]
+    assert all(e.family == family for e in a)
+
+
+def test_template_counts():
+    assert len(template_ids("json", "train")) >= 20 and len(template_ids("json", "heldout")) >= 6
+    for split, least in (("train", 6), ("heldout", 2)):
+        per_tool = Counter(t.split(".")[1] for t in template_ids("tool", split))
+        assert set(per_tool) == set(TOOL_NAMES)
+        assert min(per_tool.values()) >= least
+
+
+@pytest.mark.parametrize("family", MINE)
+def test_splits_are_disjoint(family):
+    train, held = template_ids(family, "train"), template_ids(family, "heldout")
+    assert not set(train) & set(held) and len(set(train)) == len(train)
+    train_prompts = {prompt_text(e.prompt) for e in examples(family, "train", 1500, seed=0)}
+    held_ex = examples(family, "heldout", 400, seed=0)
+    assert {e.template for e in held_ex} == set(held)
+    assert not {prompt_text(e.prompt) for e in held_ex} & train_prompts
+
+
+# ------------------------------------------------------------------------- targets: constraint, validity
+def _sample(family, split, per_template):
+    n = per_template * len(template_ids(family, split))
+    return examples(family, split, n, seed=3)
+
+
+@pytest.mark.parametrize("split", ["train", "heldout"])
+@pytest.mark.parametrize("family", MINE)
+def test_targets_accepted_token_by_token_and_valid(family, split, tok4k):
+    for e in _sample(family, split, 2 if family == "json" else 3):
+        c = sg.compile(e.spec, tok4k)
+        ids = tok4k.encode(e.target, add_special_tokens=False)
+        assert all(c.accepts_prefix(ids[:k]) for k in range(len(ids))), (e.template, e.target)
+        assert c.accepts(ids), (e.template, e.target)
+        assert not [i for v in validators_for(e.spec) for i in v(e.target)], (e.template, e.target)
+        assert isinstance(e.spec, sg.JsonSchema)
+        jsonschema.validate(e.gold, e.spec.schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+@pytest.mark.parametrize("family", MINE)
+def test_gold_is_the_target_in_schema_order(family):
+    for e in examples(family, "train", 300, seed=5) + examples(family, "heldout", 100, seed=5):
+        assert json.loads(e.target) == e.gold
+        assert e.target == canonical_json(e.gold)
+        schema = e.spec.schema if family == "json" else e.spec.tool(e.gold["name"]).schema
+        value = e.gold if family == "json" else e.gold["arguments"]
+        assert json.dumps(ordered(value, schema)) == json.dumps(value)
+        if family == "tool":
+            assert list(e.gold) == ["name", "arguments"]
+
+
+def test_tool_calls_parse_and_validate_with_pydantic():
+    for e in examples("tool", "train", 200, seed=9) + examples("tool", "heldout", 60, seed=9):
+        call = e.spec.parse(e.target)
+        assert (call.name, call.arguments) == (e.gold["name"], e.gold["arguments"])
+        call.tool.model.model_validate(call.arguments)  # raises when invalid
+        assert isinstance(e.prompt, str) and e.spec.render_prompt(e.prompt) != e.prompt
+
+
+# --------------------------------------------------------------------- the data says what the text says
+def _string_leaves(value, schema):
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _string_leaves(v, schema.get("properties", {}).get(k, {}))
+    elif isinstance(value, list):
+        for v in value:
+            yield from _string_leaves(v, schema.get("items", {}))
+    elif isinstance(value, str) and "format" not in schema and "pattern" not in schema:
+        yield value.replace("_", " ") if "enum" in schema else value
+
+
+def test_json_values_come_from_the_text_and_optional_fields_are_left_out():
+    left_out = 0
+    exs = examples("json", "train", 600, seed=11) + examples("json", "heldout", 200, seed=11)
+    for e in exs:
+        for s in _string_leaves(e.gold, e.spec.schema):
+            if s not in CURRENCY_CODES:  # "$", "US dollars" -> "USD" is the extraction's job
+                assert s in e.prompt, (e.template, s, e.prompt)
+        left_out += len(e.gold) < len(e.spec.schema["properties"])
+        assert set(e.spec.schema.get("required", [])) <= set(e.gold)
+    assert left_out > len(exs) // 5
+    keys = {k for e in exs for k in e.gold}
+    assert any(re.search(r"[a-z][A-Z]", k) for k in keys) and any("_" in k for k in keys)  # camelCase, snake_case
+
+
+def test_tool_arguments_come_from_the_request():
+    iata = {c.iata: c.name for c in V.CITIES}
+    for e in examples("tool", "train", 600, seed=12) + examples("tool", "heldout", 200, seed=12):
+        a = e.gold["arguments"]
+        for k in ("city", "title", "subject", "body", "text", "path"):
+            if k in a:
+                assert a[k] in e.prompt, (e.template, k, e.prompt)
+        for addr in a.get("to", []) + a.get("attendees", []):
+            assert addr in e.prompt
+        for k in ("origin", "destination"):
+            if k in a:
+                assert a[k] in e.prompt or iata[a[k]] in e.prompt
+        assert len(EMAIL.findall(e.prompt)) == len(a.get("to", []) + a.get("attendees", []))
+
+
+def test_unstated_tool_arguments_are_left_out():
+    exs = examples("tool", "train", 1200, seed=13) + examples("tool", "heldout", 400, seed=13)
+    seen: dict[tuple[str, str], set[bool]] = {}
+    words = {"unit": r"celsius|fahrenheit|°", "cabin": r"economy|business|first|coach",
+             "passengers": r"passenger|people|adults|\bpax\b|of us|seats|tickets|party|\bx\d"}
+    for e in exs:
+        name, args = e.gold["name"], e.gold["arguments"]
+        schema = e.spec.tool(name).schema
+        for k, prop in schema["properties"].items():
+            if "default" in prop:
+                seen.setdefault((name, k), set()).add(k in args)
+                if k in words and k not in args:
+                    assert not re.search(words[k], e.prompt, re.IGNORECASE), (e.template, k, e.prompt)
+        assert set(schema.get("required", [])) <= set(args)
+    assert seen and all(v == {True, False} for v in seen.values()), seen
+
+
+# -------------------------------------------------------------------------------------------- coverage
+def test_coverage():
+    assert {e.gold["name"] for e in examples("tool", "train", 100, seed=1)} == set(TOOL_NAMES)
+    assert {e.gold["name"] for e in examples("tool", "heldout", 30, seed=1)} == set(TOOL_NAMES)
+    assert {e.template for e in examples("json", "train", 500, seed=1)} == set(template_ids("json", "train"))
+    assert {e.template for e in examples("tool", "train", 500, seed=1)} == set(template_ids("tool", "train"))
+    text = " ".join(e.prompt for e in examples("json", "train", 300, seed=1))
+    assert re.search(r"[^\x00-\x7f]", text)  # non-ASCII names and places
+
+
+def test_mixture_and_corpus():
+    mix = mixture("train", 40, seed=2, families=MINE)
+    assert Counter(e.family for e in mix) == {"json": 40, "tool": 40}
+    assert [_key(e) for e in mix] == [_key(e) for e in mixture("train", 40, seed=2, families=MINE)]
+    assert [e.family for e in mix[:40]] != ["json"] * 40  # shuffled together
+    assert sorted(map(_key, mix)) == sorted(map(_key, examples("json", "train", 40, 2) + examples("tool", "train", 40, 2)))
+    texts = corpus_texts(21, seed=2, families=MINE)
+    assert len(texts) == 42
+    ex = examples("json", "train", 11, seed=2)
+    assert texts[:2] == [prompt_text(ex[0].spec.render_prompt(ex[0].prompt)), ex[0].target]
+    assert ex[0].prompt in texts[0]
+    assert _key(family_module("json").examples("train", 3, 2)[0]) == _key(ex[0])
+
+
+def test_generation_is_fast():
+    t = time.perf_counter()
+    n = len(examples("json", "train", 2000, seed=21)) + len(examples("tool", "train", 2000, seed=21))
+    assert n == 4000
+    assert time.perf_counter() - t < 20  # about 1 s; a per-example schema check would take far longer
