@@ -1,6 +1,8 @@
 """``load_model``: the one entry point that turns a path, ``"random"`` or nothing into a model backend.
 
-- a path (str or PathLike) → ``HFMaskedLM.from_pretrained`` on that local directory;
+- a path (str or PathLike) → the adapter its ``config.json`` names (``backend_for``): ``LLaDAModel`` for
+  ``model_type: "llada"`` / ``LLaDAModelLM``, ``DreamModel`` for ``"Dream"`` / ``DreamModel``, else
+  ``HFMaskedLM``, then ``from_pretrained`` on that local directory;
 - ``"random"`` (or ``"random:SEED"``) → ``RandomLogits`` over the default tokenizer;
 - nothing → the embedded default that ships inside the package at ``structgen/models/default_model/`` (a
   normal Hugging Face model directory). Until that model is installed, a small *untrained* ModernBERT is
@@ -32,7 +34,9 @@ import torch
 
 from ..errors import ModelLoadError, StructgenWarning
 from .base import DiffusionModel
+from .dream import DreamModel
 from .hf_mlm import HFMaskedLM, quiet_loading
+from .llada import LLaDAModel, read_config
 from .random_logits import RandomLogits
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent / "default_model"
@@ -72,7 +76,7 @@ def load_model(path: str | os.PathLike | None = None, *, device: str | torch.dev
         seed = _parse_seed(path)
         return RandomLogits(default_tokenizer(), seed=seed, device=device or "cpu")
     if path is not None:
-        return HFMaskedLM.from_pretrained(path, device=device, dtype=dtype)
+        return backend_for(path).from_pretrained(path, device=device, dtype=dtype)
     if embedded_model_present():
         return HFMaskedLM.from_pretrained(DEFAULT_MODEL_DIR, device=device, dtype=dtype)
     directory = untrained_default_dir()
@@ -85,6 +89,12 @@ def load_model(path: str | os.PathLike | None = None, *, device: str | torch.dev
     model = HFMaskedLM.from_pretrained(directory, device=device, dtype=dtype)
     model.name = "untrained-default"
     return model
+
+
+def backend_for(path: str | os.PathLike) -> type[DiffusionModel]:
+    """The adapter class for a local model directory, from its config.json (``HFMaskedLM`` when none matches)."""
+    config = read_config(path)
+    return next((cls for cls in (LLaDAModel, DreamModel) if cls.matches(config)), HFMaskedLM)
 
 
 def _parse_seed(spec: str) -> int:
