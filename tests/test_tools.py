@@ -307,18 +307,15 @@ def test_recursive_arguments_are_hoisted(tok4k):
 
 # -- compile and generate with random logits ------------------------------------------------------------
 def test_call_spec_compiles_on_the_automaton(tok4k):
-    # send_email's body (maxLength 400) is above the automaton's string bound: without it, the automaton
-    sub = ToolCallSpec([t for t in TOOLS if t.name != "send_email"])
-    c = sg.compile(sub, tok4k)
+    c = sg.compile(ToolCallSpec(TOOLS), tok4k)  # all seven tools, send_email's 400-character body included
     assert c.engine == "automaton"
     good = ToolCall("search_flights", {"origin": "OSL", "destination": "CDG", "date": "2025-05-01"}, )
     assert c.accepts(tok4k.encode(good.to_json(), add_special_tokens=False))
     bad = '{"name": "search_flights", "arguments": {"origin": "osl", "destination": "CDG", "date": "2025-05-01"}}'
     assert not c.accepts(tok4k.encode(bad, add_special_tokens=False))
     assert not c.accepts(tok4k.encode('{"name": "get_weather", "arguments": {}}', add_special_tokens=False))
-    full = sg.compile(ToolCallSpec(TOOLS), tok4k)
     email = ToolCall("send_email", {"to": ["a@b.io"], "subject": "Hi", "body": "See you."})
-    assert full.accepts(tok4k.encode(email.to_json(), add_special_tokens=False))
+    assert c.accepts(tok4k.encode(email.to_json(), add_special_tokens=False))
 
 
 def _check(call, tools):

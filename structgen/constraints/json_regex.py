@@ -90,7 +90,7 @@ _ANNOTATIONS = {"description", "title", "default", "examples", "$comment", "$sch
                 "readOnly", "writeOnly"}
 _VALUE_KEYS = {"type", "enum", "const", "properties", "items", "prefixItems", "anyOf", "oneOf", "allOf",
                "$ref", "pattern", "format", "not", "additionalProperties", "patternProperties"}
-MAX_STRING_BOUND = 256
+MAX_STRING_BOUND = 512
 MAX_ITEMS_BOUND = 64
 
 
