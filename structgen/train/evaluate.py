@@ -1,0 +1,206 @@
+"""``structgen eval``: the held-out split of every task family, decoded three ways, scored side by side.
+
+Modes (one model, the same prompts):
+
+* ``constrained`` — the spec's constraint, Fast-dLLM threshold commits (``threshold=0.9``), repair;
+* ``unconstrained`` — the same sampler with no constraint (any text, EOS tail; no repair), validated after;
+* ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference.
+
+Scores per family: **validity** (every validator of the spec passes); the family's **accuracy** — tool
+calls: exact match (name and every argument); JSON extraction: field accuracy (share of the gold object's
+leaves reproduced exactly, missing and extra fields count as wrong); SQL: execution accuracy (the same rows
+as the gold query on the shop database, as a multiset unless the gold query orders them); alert rules:
+semantically equal (equal canonical forms) — and **exact** (the text equals the target). Speed: ``nfe`` per
+output token, the share of output tokens forced by the constraint (no model call), output tokens per
+second on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..errors import StructgenError
+
+MODES: dict[str, dict[str, Any]] = {
+    "constrained": {"constrained": True, "threshold": 0.9, "tokens_per_step": None},
+    "unconstrained": {"constrained": False, "threshold": 0.9, "tokens_per_step": None},
+    "one-token": {"constrained": True, "threshold": None, "tokens_per_step": 1},
+}
+
+#: the canvas (``max_tokens``) each family is decoded with; training pads its targets to the same lengths
+CANVAS: dict[str, int] = {"json": 96, "tool": 96, "sql": 96, "alert": 64}
+
+ACCURACY_NAME = {"json": "field accuracy", "tool": "exact match", "sql": "execution accuracy",
+                 "alert": "semantically equal"}
+
+
+@dataclass
+class Scored:
+    """One decoded example: its validity, accuracy (0..1) and exactness, and the run's counts."""
+
+    family: str
+    mode: str
+    template: str
+    valid: bool
+    accuracy: float
+    exact: bool
+    output_tokens: int
+    nfe: int
+    forced: int
+    seconds: float
+    text: str
+    error: str = ""
+
+
+@dataclass
+class Row:
+    """The scores of one family under one mode (rates in 0..1)."""
+
+    family: str
+    mode: str
+    n: int
+    valid: float
+    accuracy: float
+    exact: float
+    nfe_per_token: float
+    forced_share: float
+    tokens_per_s: float
+    examples: list[Scored] = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("examples")
+        d["accuracy_name"] = ACCURACY_NAME.get(self.family, "accuracy")
+        return d
+
+
+# ----------------------------------------------------------------------------------------------------
+# scoring
+# ----------------------------------------------------------------------------------------------------
+
+
+def _leaves(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """A JSON value flattened to ``{pointer: leaf}`` (arrays by index; an empty container is a leaf)."""
+    if isinstance(obj, dict) and obj:
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_leaves(v, f"{prefix}/{k}"))
+        return out
+    if isinstance(obj, list) and obj:
+        out = {}
+        for i, v in enumerate(obj):
+            out.update(_leaves(v, f"{prefix}/{i}"))
+        return out
+    return {prefix: obj}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(b)))
+    return a == b
+
+
+def field_accuracy(got: Any, gold: Any) -> float:
+    """Share of fields right: gold leaves reproduced exactly over the union of gold and produced leaves."""
+    want, have = _leaves(gold), _leaves(got)
+    keys = set(want) | set(have)
+    if not keys:
+        return 1.0
+    return sum(1 for k in keys if k in want and k in have and _same(have[k], want[k])) / len(keys)
+
+
+def _rows(database, sql: str):
+    from ..sql import run_query
+
+    res = run_query(database, sql, max_rows=10_000, timeout_s=5.0)
+    rows = [tuple(round(v, 6) if isinstance(v, float) else v for v in r) for r in res.rows]
+    return rows if " ORDER BY " in sql else sorted(rows, key=repr)
+
+
+def score(example, text: str, valid: bool) -> tuple[float, bool]:
+    """(accuracy in 0..1, exact) of ``text`` against the example's gold answer."""
+    exact = text == example.target
+    fam = example.family
+    if fam in ("json", "tool"):
+        try:
+            got = json.loads(text)
+        except (json.JSONDecodeError, ValueError):
+            return 0.0, False
+        if fam == "json":
+            return field_accuracy(got, example.gold), exact
+        ok = isinstance(got, dict) and got.get("name") == example.gold["name"] and \
+            field_accuracy(got.get("arguments"), example.gold["arguments"]) == 1.0 and \
+            set(got) == {"name", "arguments"}
+        return float(ok), exact
+    if fam == "sql":
+        database = example.spec.database
+        try:
+            return float(_rows(database, text) == _rows(database, example.gold)), exact
+        except StructgenError:
+            return 0.0, exact
+    if fam == "alert":
+        from ..validators.alerts import parse_rule
+
+        try:
+            return float(parse_rule(text).canonical() == parse_rule(example.gold).canonical()), exact
+        except StructgenError:
+            return 0.0, exact
+    raise StructgenError(f"no scorer for family {fam!r}")
+
+
+# ----------------------------------------------------------------------------------------------------
+# the run
+# ----------------------------------------------------------------------------------------------------
+
+
+def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
+             seed: int = 1234, modes: Iterable[str] = tuple(MODES), block_length: int = 32,
+             on_example: Callable[[Scored], None] | None = None) -> list[Row]:
+    """Decode ``n`` held-out examples per family under each mode and score them (see the module doc)."""
+    from ..sampler import Generator
+    from .data import examples as family_examples
+
+    modes = list(modes)
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise StructgenError(f"unknown eval mode(s) {unknown}; choose from {list(MODES)}")
+    gen = Generator(model, block_length=block_length)
+    rows: list[Row] = []
+    for fam in families:
+        exs = family_examples(fam, "heldout", n, seed)
+        for mode in modes:
+            settings = dict(MODES[mode])
+            constrained = settings.pop("constrained")
+            scored: list[Scored] = []
+            for ex in exs:
+                t0 = time.perf_counter()
+                try:
+                    r = gen.generate(ex.prompt, ex.spec, CANVAS[fam], strict=False, constrained=constrained,
+                                     **settings)
+                except StructgenError as e:  # counted as invalid and wrong, never a crash of the run
+                    s = Scored(fam, mode, ex.template, False, 0.0, False, 0, 0, 0, time.perf_counter() - t0,
+                               "", error=str(e)[:300])
+                else:
+                    acc, exact = score(ex, r.text, r.valid)
+                    s = Scored(fam, mode, ex.template, r.valid, acc, exact, r.n_output_tokens, r.nfe, r.n_forced,
+                               r.timings["total_s"], r.text,
+                               "; ".join(r.errors)[:300])
+                scored.append(s)
+                if on_example is not None:
+                    on_example(s)
+            rows.append(_row(fam, mode, scored))
+    return rows
+
+
+def _row(fam: str, mode: str, scored: list[Scored]) -> Row:
+    k = max(1, len(scored))
+    out_tokens = sum(s.output_tokens for s in scored)
+    return Row(fam, mode, len(scored), sum(s.valid for s in scored) / k, sum(s.accuracy for s in scored) / k,
+               sum(s.exact for s in scored) / k, sum(s.nfe for s in scored) / max(1, out_tokens),
+               sum(s.forced for s in scored) / max(1, out_tokens),
+               out_tokens / max(1e-9, sum(s.seconds for s in scored)), scored)

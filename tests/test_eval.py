@@ -1,0 +1,77 @@
+"""``structgen eval``'s scoring and report: field accuracy, execution accuracy on the real shop database,
+semantic equality of alert rules, and a tiny end-to-end run with random logits that writes the report."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+import structgen as sg
+from structgen.train.evaluate import MODES, Row, evaluate, field_accuracy, score
+from structgen.train.eval_report import markdown, write_report
+
+
+def test_field_accuracy_counts_missing_and_extra_fields():
+    gold = {"name": "Ana", "age": 41, "tags": ["a", "b"], "home": {"city": "Porto"}}
+    assert field_accuracy(gold, gold) == 1.0
+    assert field_accuracy({"name": "Ana", "age": 41.0, "tags": ["a", "b"], "home": {"city": "Porto"}}, gold) == 1.0
+    assert field_accuracy({"name": "Ana", "age": 40, "tags": ["a", "b"], "home": {"city": "Porto"}}, gold) == 0.8
+    assert field_accuracy({"name": "Ana"}, gold) == 0.2  # four gold leaves missing
+    assert field_accuracy({**gold, "extra": 1}, gold) == 5 / 6  # an extra field is wrong too
+    assert field_accuracy({"ok": True}, {"ok": 1}) == 0.0  # booleans are not numbers
+
+
+def _ex(family, target, gold, spec=None):
+    return SimpleNamespace(family=family, target=target, gold=gold, spec=spec)
+
+
+def test_tool_calls_need_the_name_and_every_argument():
+    gold = {"name": "get_weather", "arguments": {"city": "Porto", "days": 2}}
+    ex = _ex("tool", json.dumps(gold), gold)
+    assert score(ex, json.dumps(gold), True) == (1.0, True)
+    assert score(ex, '{"name": "get_weather", "arguments": {"city": "Porto"}}', True)[0] == 0.0
+    assert score(ex, '{"name": "search_flights", "arguments": {"city": "Porto", "days": 2}}', True)[0] == 0.0
+    assert score(ex, "not json", False) == (0.0, False)
+
+
+def test_sql_execution_accuracy_on_the_shop_database(shop_db):
+    spec = sg.Sql(shop_db)
+    gold = "SELECT COUNT(*) FROM customers WHERE country = 'Germany'"
+    ex = _ex("sql", gold, gold, spec)
+    assert score(ex, gold, True) == (1.0, True)
+    same_rows = "SELECT COUNT(id) FROM customers WHERE country = 'Germany'"
+    assert score(ex, same_rows, True) == (1.0, False)  # other text, the same rows
+    assert score(ex, "SELECT COUNT(*) FROM customers", True)[0] == 0.0
+    assert score(ex, "SELECT nope FROM customers", False)[0] == 0.0  # does not run: wrong, not a crash
+    ordered = _ex("sql", "", "SELECT name FROM products ORDER BY price DESC LIMIT 3", spec)
+    assert score(ordered, "SELECT name FROM products ORDER BY price ASC LIMIT 3", True)[0] == 0.0
+
+
+def test_alert_rules_compare_canonical_forms():
+    gold = 'when cpu.usage > 90% and host in ["web-1", "web-2"] then notify "#ops" severity high'
+    ex = _ex("alert", gold, gold)
+    swapped = 'when host in ["web-2", "web-1"] and cpu.usage > 90% then notify "#ops" severity high'
+    assert score(ex, swapped, True) == (1.0, False)
+    assert score(ex, gold.replace("90%", "80%"), True)[0] == 0.0
+    assert score(ex, "when", False)[0] == 0.0
+
+
+def test_a_random_logits_run_writes_the_report(tmp_path, tok4k):
+    model = sg.models.RandomLogits(tok4k, seed=0)
+    rows = evaluate(model, families=("json", "alert"), n=1, modes=("constrained", "unconstrained"))
+    assert [(r.family, r.mode) for r in rows] == [("json", "constrained"), ("json", "unconstrained"),
+                                                  ("alert", "constrained"), ("alert", "unconstrained")]
+    by = {(r.family, r.mode): r for r in rows}
+    assert by[("json", "constrained")].valid == 1.0 and by[("alert", "constrained")].valid == 1.0
+    assert all(isinstance(r, Row) and r.n == 1 and 0 <= r.accuracy <= 1 for r in rows)
+    paths = write_report(rows, tmp_path / "eval", title="random logits", meta={"model": "random"})
+    assert [p.name for p in paths] == ["eval.json", "eval.md", "eval.svg"]
+    data = json.loads(paths[0].read_text())
+    assert len(data["rows"]) == 4 and len(data["examples"]) == 4
+    assert paths[2].read_text().startswith("<svg") and "json" in paths[2].read_text()
+    assert "| json | constrained |" in markdown(rows, "t")
+    with pytest.raises(sg.StructgenError, match="unknown eval mode"):
+        evaluate(model, families=("json",), n=1, modes=("fast",))
+    assert set(MODES) == {"constrained", "unconstrained", "one-token"}
