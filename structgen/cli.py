@@ -194,5 +194,43 @@ def sql(
             err.print(f"[dim](first {max_rows} rows shown; --max-rows for more)[/]")
 
 
+@app.command()
+def train(
+    out_dir: Path = typer.Option(Path("structgen-model"), "--out", help="Where to save the trained model "
+                                 "(a new folder, or a previous trained model to replace)."),
+    preset: str = typer.Option("small", "--preset", help="small (the embedded default's recipe) | tiny (seconds)."),
+    minutes: Optional[float] = typer.Option(None, "--minutes", help="Wall-clock budget; the run stops and saves."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Most optimisation steps."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seeds the data, the initialisation and the noise."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for torch."),
+    examples_per_family: Optional[int] = typer.Option(None, "--examples-per-family", help="Training examples "
+                                                      "per task family."),
+    as_json: bool = _JSON,
+) -> None:
+    """Train a small masked-diffusion model from scratch on the generated task data (LLaDA's objective) and
+    save it as a Hugging Face model directory (load it with --model DIR, or sg.load_model(DIR) in Python)."""
+    import dataclasses
+
+    import structgen as sg
+    from structgen.train.config import TrainConfig
+    from structgen.train.trainer import train as run_training
+
+    try:
+        cfg = TrainConfig.preset(preset, minutes=minutes, steps=steps, seed=seed, device=device, threads=threads,
+                                 examples_per_family=examples_per_family)
+        err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
+                  f"{cfg.examples_per_family} examples per family, budget "
+                  f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")
+        report = run_training(cfg, out_dir, progress=True)
+    except sg.StructgenError as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps(dataclasses.asdict(report), default=str))
+    else:
+        out.print(report.summary())
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -1,0 +1,136 @@
+"""Training rows and batches: an ``Example`` becomes ``prompt ids + canvas``, exactly as at inference.
+
+The prompt is ``encode_prompt(ex.spec.render_prompt(ex.prompt))`` computed by ``PromptEncoder``, a
+``DiffusionModel`` that holds only the tokenizer: it inherits ``encode_prompt`` (role markers, leading
+special tokens) from the same base class the Generator's model uses, so training and inference cannot
+diverge. The canvas is the target's ids followed by EOS up to the canvas length that
+``TrainConfig.canvas_length`` draws (again each epoch), so the model learns EOS tails of many lengths.
+
+A batch is right-padded with the pad id (attention mask 0); ``canvas`` marks the positions the objective
+may mask. Rows are bucketed by length: shuffled, cut into windows of ``bucket_batches`` batches, sorted by
+length inside a window, cut into batches of at most ``batch_size`` rows and ``max_batch_tokens`` positions
+(rows x longest row: activation memory grows with it, and attention's with the square of the length), and
+the batches shuffled, so padding stays small while the order stays random. Everything is drawn from a
+seeded ``random.Random``: the same seed gives the same batches.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import torch
+
+from ..errors import ConfigError
+from ..models.base import DiffusionModel
+from .tokenizer import encode_target
+
+
+class PromptEncoder(DiffusionModel):
+    """The prompt logic of a ``DiffusionModel`` over a tokenizer alone (no weights, no logits)."""
+
+    def __init__(self, tokenizer, *, name: str = "prompt-encoder"):
+        self.tokenizer = tokenizer
+        self.name = name
+
+    def _logits(self, ids, attention_mask):  # pragma: no cover - never called
+        raise ConfigError("PromptEncoder only encodes prompts; load a model to compute logits")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One example as token ids."""
+
+    prompt_ids: tuple[int, ...]
+    target_ids: tuple[int, ...]
+    family: str
+    cap: int  # the longest canvas that fits after this prompt
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # [B, L] long
+    attention_mask: torch.Tensor  # [B, L] long, 1 = real token
+    canvas: torch.Tensor  # [B, L] bool: the response positions (target + EOS tail)
+    families: tuple[str, ...]
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.attention_mask.sum())
+
+    def to(self, device) -> "Batch":
+        return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.canvas.to(device),
+                     self.families)
+
+
+def encode_examples(examples: Sequence, tokenizer, cfg) -> tuple[list[Row], Counter]:
+    """Rows for ``examples`` and the count of dropped ones by reason (prompt or target too long)."""
+    enc = PromptEncoder(tokenizer)
+    rows: list[Row] = []
+    dropped: Counter = Counter()
+    for ex in examples:
+        prompt = enc.encode_prompt(ex.spec.render_prompt(ex.prompt))
+        target = encode_target(tokenizer, ex.target)
+        cap = min(cfg.max_canvas, cfg.max_positions - len(prompt))
+        if cap < max(1, len(target)):
+            dropped["prompt too long" if cap < 1 else "target too long"] += 1
+            continue
+        rows.append(Row(tuple(prompt), tuple(target), ex.family, cap))
+    return rows, dropped
+
+
+def assemble(rows: Sequence[Row], canvases: Sequence[int], pad_id: int, eos_id: int) -> Batch:
+    """One right-padded batch: ``prompt + target + EOS * (canvas - len(target))`` per row."""
+    seqs = [list(r.prompt_ids) + list(r.target_ids) + [eos_id] * (c - len(r.target_ids))
+            for r, c in zip(rows, canvases)]
+    L = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), L), pad_id, dtype=torch.long)
+    att = torch.zeros((len(seqs), L), dtype=torch.long)
+    canvas = torch.zeros((len(seqs), L), dtype=torch.bool)
+    for i, (r, s, c) in enumerate(zip(rows, seqs, canvases)):
+        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+        att[i, : len(s)] = 1
+        canvas[i, len(r.prompt_ids): len(s)] = True
+    return Batch(ids, att, canvas, tuple(r.family for r in rows))
+
+
+def epoch_batches(rows: Sequence[Row], cfg, rng: random.Random, pad_id: int, eos_id: int) -> list[Batch]:
+    """One epoch of bucketed batches (canvases drawn for this epoch)."""
+    if not rows:
+        raise ConfigError("no training rows: every example was dropped or none were given")
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    canv = {i: cfg.canvas_length(len(rows[i].target_ids), rng, rows[i].cap, rows[i].family) for i in order}
+    window = cfg.batch_size * cfg.bucket_batches
+    groups: list[list[int]] = []
+    for w in range(0, len(order), window):
+        chunk = sorted(order[w: w + window], key=lambda i: len(rows[i].prompt_ids) + canv[i])
+        group: list[int] = []
+        for i in chunk:  # ascending lengths: the row being added is the longest of its group
+            if group and (len(group) >= cfg.batch_size
+                          or (len(group) + 1) * (len(rows[i].prompt_ids) + canv[i]) > cfg.max_batch_tokens):
+                groups.append(group)
+                group = []
+            group.append(i)
+        groups.append(group)
+    rng.shuffle(groups)
+    return [assemble([rows[i] for i in g], [canv[i] for i in g], pad_id, eos_id) for g in groups]
+
+
+def batch_stream(rows: Sequence[Row], cfg, seed: int, pad_id: int, eos_id: int) -> Iterator[tuple[int, Batch]]:
+    """``(epoch, batch)`` forever, epoch after epoch, deterministic in ``seed``."""
+    rng = random.Random(seed)
+    epoch = 0
+    while True:
+        for b in epoch_batches(rows, cfg, rng, pad_id, eos_id):
+            yield epoch, b
+        epoch += 1
+
+
+def fixed_batches(rows: Sequence[Row], cfg, seed: int, pad_id: int, eos_id: int) -> list[Batch]:
+    """Batches for evaluation: canvases and order fixed by ``seed``, the same at every evaluation."""
+    if not rows:
+        return []
+    return epoch_batches(rows, cfg, random.Random(seed), pad_id, eos_id)

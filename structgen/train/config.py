@@ -1,0 +1,208 @@
+"""``TrainConfig``: every setting of a training run (model size, data, canvas policy, optimiser, budget).
+
+Two presets: ``small()`` is the embedded default model's recipe, sized for at most 60 minutes on two CPU
+cores and a model directory under 25 MB (about 4.7M fp32 parameters, ~19 MB of safetensors); ``tiny()`` is
+for tests (seconds). ``model_config(tokenizer, cfg)`` builds the ModernBERT config with the same choices
+as ``structgen.models.default.untrained_config`` (global attention in every layer, SDPA), sized by ``cfg``.
+
+**Canvas policy** (``canvas_length``). At inference the canvas is ``max_tokens`` long and the output is
+followed by EOS up to the end, so a model must write EOS tails of any length. Each training row's canvas
+is, with probability ``canvas_family_prob``, the canvas its family is evaluated with (``family_canvas``,
+equal to ``structgen.train.evaluate.CANVAS``); with probability ``canvas_fixed_prob``, one of the round
+sizes callers pass as ``max_tokens`` (``canvas_sizes``); otherwise the target plus a random
+0..``canvas_extra_max`` EOS, rounded up to a multiple of ``canvas_multiple``. A size that cannot hold the
+target falls through to the last rule. Lengths are capped at ``max_canvas``; a target
+that does not fit is dropped (and counted in the report). Canvases are drawn again every epoch.
+
+**Schedule.** Linear warmup for ``warmup_steps``, then cosine from ``lr`` to ``lr * min_lr_ratio``. The
+schedule follows ``progress = max(step / steps, elapsed / budget)``, so with a time budget (``minutes``)
+the learning rate reaches its floor when the budget ends. A run bounded by ``steps`` alone is exactly
+reproducible from its seed; with a time budget the number of steps (hence the weights) depends on speed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import ConfigError
+
+
+@dataclass
+class TrainConfig:
+    """All settings of ``structgen.train.trainer.train``; see the module docstring for the policies."""
+
+    seed: int = 0
+    # model (ModernBERT, global attention in every layer)
+    hidden_size: int = 256
+    num_layers: int = 6
+    num_heads: int = 4
+    intermediate_size: int = 512
+    max_positions: int = 1024
+    # tokenizer: byte-level BPE trained on ``corpus_texts(tokenizer_corpus, seed)``
+    vocab_size: int = 4096
+    tokenizer_corpus: int = 20_000
+    # data
+    examples_per_family: int = 20_000
+    heldout_per_family: int = 32
+    # canvas policy
+    canvas_multiple: int = 16
+    canvas_extra_max: int = 32
+    canvas_family_prob: float = 0.4
+    family_canvas: dict[str, int] = field(default_factory=lambda: {"json": 96, "tool": 96, "sql": 96, "alert": 64})
+    canvas_fixed_prob: float = 0.2
+    canvas_sizes: tuple[int, ...] = (32, 48, 64, 96, 128, 192, 256)
+    max_canvas: int = 256
+    # optimisation
+    batch_size: int = 16  # rows per batch at most ...
+    max_batch_tokens: int = 4096  # ... and at most this many positions (rows x longest row), bounding memory
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.98)
+    warmup_steps: int = 200
+    schedule: str = "cosine"  # "cosine" | "constant" (both after the warmup)
+    min_lr_ratio: float = 0.1
+    grad_clip: float = 1.0
+    eps: float = 1e-3  # LLaDA's t ~ U(eps, 1): the smallest masking probability
+    steps: int = 100_000
+    minutes: float | None = 55.0  # wall-clock budget from the start of the run (None = steps only)
+    # runtime
+    device: str = "cpu"
+    threads: int | None = 2
+    eval_every: int = 250
+    bucket_batches: int = 50  # rows are sorted by length inside windows of this many batches
+
+    # -------------------------------------------------------------------------------------------- presets
+    @classmethod
+    def small(cls, **overrides: Any) -> "TrainConfig":
+        """The embedded default's recipe: <= 60 min on 2 CPU cores, a model directory <= 25 MB."""
+        return cls(**overrides).validated()
+
+    @classmethod
+    def tiny(cls, **overrides: Any) -> "TrainConfig":
+        """A few seconds on one core: for tests and dry runs of the pipeline."""
+        base = dict(hidden_size=64, num_layers=2, num_heads=2, intermediate_size=128, max_positions=1024,
+                    vocab_size=600, tokenizer_corpus=400, examples_per_family=24, heldout_per_family=4,
+                    canvas_sizes=(32, 64, 128), max_canvas=128, batch_size=8, max_batch_tokens=8192, lr=3e-3,
+                    warmup_steps=5, steps=30, minutes=None, threads=1, eval_every=10, bucket_batches=4)
+        return cls(**{**base, **overrides}).validated()
+
+    PRESETS: ClassVar[tuple[str, ...]] = ("small", "tiny")
+
+    @classmethod
+    def preset(cls, name: str, **overrides: Any) -> "TrainConfig":
+        if name not in cls.PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; use one of {', '.join(cls.PRESETS)}")
+        return getattr(cls, name)(**{k: v for k, v in overrides.items() if v is not None})
+
+    # ----------------------------------------------------------------------------------------- checking
+    def validated(self) -> "TrainConfig":
+        """``self`` after checking every setting; ``ConfigError`` naming the first bad one."""
+        positive = ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_positions", "vocab_size",
+                    "tokenizer_corpus", "examples_per_family", "canvas_multiple", "max_canvas", "batch_size",
+                    "max_batch_tokens", "steps", "eval_every", "bucket_batches")
+        for name in positive:
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {v!r}")
+        if self.hidden_size % self.num_heads:
+            raise ConfigError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads})")
+        if self.vocab_size < 300:
+            raise ConfigError(f"vocab_size={self.vocab_size} is too small for a byte-level BPE (256 bytes + "
+                              "special tokens); use at least 300, e.g. 4096")
+        if self.max_canvas >= self.max_positions:
+            raise ConfigError(f"max_canvas ({self.max_canvas}) must leave room for the prompt inside "
+                              f"max_positions ({self.max_positions})")
+        if self.heldout_per_family < 0 or self.canvas_extra_max < 0 or self.warmup_steps < 0:
+            raise ConfigError("heldout_per_family, canvas_extra_max and warmup_steps must be >= 0")
+        if not (0.0 <= self.canvas_fixed_prob and 0.0 <= self.canvas_family_prob
+                and self.canvas_fixed_prob + self.canvas_family_prob <= 1.0):
+            raise ConfigError(f"canvas_family_prob ({self.canvas_family_prob}) and canvas_fixed_prob "
+                              f"({self.canvas_fixed_prob}) must be >= 0 with a sum <= 1")
+        if not (self.lr > 0 and 0 <= self.min_lr_ratio <= 1 and self.grad_clip > 0 and 0 < self.eps < 1):
+            raise ConfigError("need lr > 0, 0 <= min_lr_ratio <= 1, grad_clip > 0 and 0 < eps < 1")
+        if self.schedule not in ("cosine", "constant"):
+            raise ConfigError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+        if self.minutes is not None and self.minutes <= 0:
+            raise ConfigError(f"minutes must be > 0 (or None for a step budget only), got {self.minutes}")
+        if self.threads is not None and self.threads < 1:
+            raise ConfigError(f"threads must be >= 1, got {self.threads}")
+        if not self.device.startswith(("cpu", "cuda", "mps")):
+            raise ConfigError(f"device must be cpu, cuda (or cuda:N) or mps, got {self.device!r}")
+        self.canvas_sizes = tuple(sorted(int(s) for s in self.canvas_sizes))
+        self.betas = tuple(self.betas)
+        self.family_canvas = {str(k): int(v) for k, v in dict(self.family_canvas).items()}
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ConfigError(f"unknown training setting(s) {sorted(unknown)}; known: {sorted(names)}")
+        return cls(**d).validated()
+
+    # ------------------------------------------------------------------------------------------ policies
+    def canvas_length(self, n_target: int, rng: random.Random, cap: int | None = None,
+                      family: str | None = None) -> int | None:
+        """The canvas for a target of ``n_target`` tokens of ``family`` (see the module docstring), at most
+        ``cap`` (default ``max_canvas``) positions; None when the target does not fit."""
+        cap = self.max_canvas if cap is None else min(cap, self.max_canvas)
+        if n_target > cap or cap < 1:
+            return None
+        u = rng.random()
+        if u < self.canvas_family_prob:
+            size = self.family_canvas.get(family or "")
+            if size is not None and n_target <= size <= cap:
+                return size
+        elif u < self.canvas_family_prob + self.canvas_fixed_prob:
+            fits = [s for s in self.canvas_sizes if n_target <= s <= cap]
+            if fits:
+                return rng.choice(fits)
+        extra = rng.randint(0, self.canvas_extra_max)
+        m = self.canvas_multiple
+        return min(cap, max(m, -(-(n_target + extra) // m) * m))
+
+    def lr_at(self, step: int, progress: float, warm: float = 0.0) -> float:
+        """Learning rate at ``step`` (0-based) given the run's ``progress`` in [0, 1] and the progress
+        ``warm`` at which the warmup ended (the cosine runs from there to the end)."""
+        if self.warmup_steps and step < self.warmup_steps:
+            return self.lr * (step + 1) / self.warmup_steps
+        if self.schedule == "constant":
+            return self.lr
+        p = min(1.0, max(0.0, (progress - warm) / max(1e-9, 1.0 - warm)))
+        floor = self.lr * self.min_lr_ratio
+        return floor + (self.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * p))
+
+
+def model_config(tokenizer, cfg: TrainConfig):
+    """The ModernBERT config of a model trained with ``cfg`` over ``tokenizer`` (global attention, SDPA)."""
+    from transformers import ModernBertConfig
+
+    n = cfg.num_layers
+    return ModernBertConfig(
+        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=n, num_attention_heads=cfg.num_heads, max_position_embeddings=cfg.max_positions,
+        layer_types=["full_attention"] * n, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id, sep_token_id=tokenizer.eos_token_id, bos_token_id=None,
+        cls_token_id=None, attn_implementation="sdpa",
+    )
+
+
+def count_parameters(model) -> int:
+    """Distinct parameters (tied weights counted once): what the safetensors file holds."""
+    seen, total = set(), 0
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    return total
+
+
+__all__ = ["TrainConfig", "model_config", "count_parameters"]

@@ -1,0 +1,97 @@
+"""LLaDA's masked-diffusion training objective, vectorised in torch.
+
+For every row of a batch, ``t ~ U(0, 1)`` and the masking probability is ``p = eps + (1 - eps) * t`` (so
+``p`` lies in ``[eps, 1]``, as in LLaDA's pre-training and SFT code). Each *canvas* position (the response
+and its EOS tail) is replaced by the mask token with probability ``p``; the prompt and the padding never
+are. A row that drew no mask gets one at a random canvas position, so every row contributes (this nudges
+the effective ``p`` of such rows up by at most ``1 / canvas_len``, a negligible bias).
+
+The loss of a row is the cross-entropy at its masked positions weighted by ``1 / p``, divided by the row's
+canvas length (LLaDA's SFT normalisation: a Monte-Carlo estimate of the per-token negative ELBO); the batch
+loss is the mean over rows. Only masked positions go through the output layer (``masked_logits``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import ConfigError
+
+
+@dataclass
+class Noised:
+    """A batch after the forward (noising) process."""
+
+    ids: torch.Tensor  # [B, L] input ids with the masked positions replaced by the mask id
+    masked: torch.Tensor  # [B, L] bool: positions the model must predict
+    p: torch.Tensor  # [B] the masking probability of each row
+
+
+def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, eps: float = 1e-3,
+              generator: torch.Generator | None = None) -> Noised:
+    """Mask each canvas position of each row with that row's probability ``p = eps + (1 - eps) t``.
+
+    ``canvas`` is a bool ``[B, L]`` marking the response positions (EOS tail included); every row must have
+    at least one. Random numbers come from ``generator`` (on the CPU) for reproducibility.
+    """
+    B, L = input_ids.shape
+    if not bool(canvas.any(dim=1).all()):
+        raise ConfigError("every row needs at least one canvas position to mask; drop rows with an empty canvas")
+    t = torch.rand(B, generator=generator)
+    p = eps + (1.0 - eps) * t
+    r = torch.rand(B, L, generator=generator)
+    dev = input_ids.device
+    p, r = p.to(dev), r.to(dev)
+    masked = (r < p[:, None]) & canvas
+    empty = ~masked.any(dim=1)
+    if bool(empty.any()):  # at least one mask per row: the canvas position with the smallest draw
+        pick = r.masked_fill(~canvas, 2.0).argmin(dim=1)
+        rows = torch.nonzero(empty, as_tuple=True)[0]
+        masked[rows, pick[rows]] = True
+    ids = input_ids.masked_fill(masked, mask_id)
+    return Noised(ids=ids, masked=masked, p=p)
+
+
+def masked_logits(model, ids: torch.Tensor, attention_mask: torch.Tensor | None,
+                  masked: torch.Tensor) -> torch.Tensor:
+    """Logits ``[N, V]`` at the ``N`` masked positions (row-major order) of a Hugging Face masked LM.
+
+    For ModernBERT (and any model with ``model`` / ``head`` / ``decoder`` parts) only the masked positions
+    go through the prediction head and the vocabulary projection; other models compute all logits first.
+    """
+    if all(hasattr(model, a) for a in ("model", "head", "decoder")):
+        hidden = model.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
+        return model.decoder(model.head(hidden[masked]))
+    return model(input_ids=ids, attention_mask=attention_mask).logits[masked]
+
+
+def diffusion_loss(logits: torch.Tensor, targets: torch.Tensor, noised: Noised, canvas_len: torch.Tensor,
+                   *, per_row: bool = False) -> torch.Tensor:
+    """The LLaDA loss from the logits at the masked positions: the batch mean, or ``[B]`` with ``per_row``.
+
+    ``logits`` ``[N, V]`` and ``targets`` ``[N]`` are the masked positions in row-major order (as
+    ``tensor[noised.masked]`` gives them); ``canvas_len`` ``[B]`` is each row's canvas length.
+    """
+    B = noised.masked.shape[0]
+    row = torch.nonzero(noised.masked, as_tuple=True)[0]
+    ce = F.cross_entropy(logits.float(), targets, reduction="none")
+    w = 1.0 / (noised.p[row] * canvas_len.to(ce.device, ce.dtype)[row])
+    if per_row:
+        return torch.zeros(B, dtype=ce.dtype, device=ce.device).index_add_(0, row, ce * w)
+    return (ce * w).sum() / B
+
+
+def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, canvas: torch.Tensor,
+               mask_id: int, *, eps: float = 1e-3, generator: torch.Generator | None = None,
+               logits_fn: Callable | None = None, per_row: bool = False) -> tuple[torch.Tensor, Noised]:
+    """Noise the batch, run the model on it and return ``(loss, noised)`` (``loss`` is ``[B]`` with
+    ``per_row``). ``logits_fn(model, ids, attention_mask, masked) -> [N, V]`` defaults to ``masked_logits``.
+    """
+    noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator)
+    logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
+    loss = diffusion_loss(logits, input_ids[noised.masked], noised, canvas.sum(dim=1), per_row=per_row)
+    return loss, noised

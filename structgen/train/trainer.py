@@ -1,0 +1,379 @@
+"""``train(config, out_dir)``: trains a masked-diffusion model from scratch and saves it as a HF directory.
+
+The run: seed everything (``random``, numpy, torch; data drawn from ``cfg.seed``); build the training
+mixture and the held-out split (templates never seen in training); train the byte-level BPE; encode rows
+(``batches.py``); initialise a ModernBERT (``config.model_config``); AdamW (weight decay on matrices only),
+warmup + cosine (``TrainConfig.lr_at``), gradient clipping, LLaDA's loss (``objective.py``). Every
+``eval_every`` steps the held-out loss is measured with fixed noise, so values along the curve compare.
+
+The run stops at ``cfg.steps``, when ``cfg.minutes`` (counted from the call, data and tokenizer included)
+are spent, at the first Ctrl-C, or before applying a non-finite loss (``stopped_by="diverged"``), and
+still saves. The output directory is written atomically: everything goes to a temporary sibling folder
+that is renamed into place at the end, so ``out_dir`` is either the previous complete model, the new
+complete model, or absent. It holds ``config.json``,
+``model.safetensors``, the tokenizer files and ``structgen_recipe.json`` (the config, the data seed and a
+digest of the data, library versions, training time, losses): ``sg.load_model(out_dir)`` loads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import random
+import resource
+import shutil
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ..errors import ConfigError, StructgenError
+from ..models.default import RECIPE_FILE
+from ..models.hf_mlm import quiet_loading
+from .batches import Batch, batch_stream, encode_examples, fixed_batches
+from .config import TrainConfig, count_parameters, model_config
+from .objective import llada_loss
+from .tokenizer import build_tokenizer
+
+EVAL_NOISE_SEED = 12345  # offset of the held-out noise seed: the same masks at every evaluation
+
+
+@dataclass
+class TrainData:
+    """What a run trains on: examples (``structgen.train.data.Example``), held-out examples, a corpus for
+    the tokenizer (default: the rendered prompts and targets of ``train``)."""
+
+    train: Sequence[Any]
+    heldout: Sequence[Any] = ()
+    corpus: Sequence[str] | None = None
+
+
+@dataclass
+class TrainReport:
+    out_dir: str
+    steps: int
+    epochs: float
+    stopped_by: str  # "steps" | "time" | "interrupted" | "diverged" (a non-finite loss; lower lr)
+    seconds: float  # the whole call
+    prep_seconds: float  # data, tokenizer and encoding, before the first step
+    train_seconds: float  # the optimisation loop (held-out evaluations included)
+    eval_seconds: float  # the held-out evaluations inside the loop
+    tokens: int  # non-pad tokens seen by the model
+    steps_per_s: float
+    tokens_per_s: float
+    final_train_loss: float | None
+    heldout_loss: float | None
+    heldout_by_family: dict[str, float]
+    params: int
+    dir_mb: float
+    peak_rss_mb: float
+    n_train: int
+    n_heldout: int
+    dropped: dict[str, int]
+    mean_prompt_tokens: float
+    mean_target_tokens: float
+    curve: list[dict[str, float]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        held = "n/a" if self.heldout_loss is None else f"{self.heldout_loss:.4f}"
+        fam = ", ".join(f"{k} {v:.3f}" for k, v in sorted(self.heldout_by_family.items()))
+        train = "n/a" if self.final_train_loss is None else f"{self.final_train_loss:.4f}"
+        return "\n".join([
+            f"saved {self.out_dir} ({self.dir_mb:.1f} MB, {self.params:,} parameters)",
+            f"{self.steps} steps ({self.epochs:.2f} epochs, stopped by {self.stopped_by}): {self.steps_per_s:.2f} "
+            f"steps/s, {self.tokens_per_s:,.0f} tokens/s",
+            f"time: {self.seconds:.0f}s = {self.prep_seconds:.0f}s data and tokenizer + {self.train_seconds:.0f}s "
+            f"training ({self.eval_seconds:.0f}s of it held-out evaluation) + saving",
+            f"loss: train {train}, held-out {held}" + (f" ({fam})" if fam else ""),
+            f"rows: {self.n_train} train, {self.n_heldout} held-out, {self.mean_prompt_tokens:.0f} prompt + "
+            f"{self.mean_target_tokens:.0f} target tokens on average"
+            + (f"; dropped {dict(self.dropped)}" if self.dropped else "") + f"; peak RSS {self.peak_rss_mb:.0f} MB",
+        ])
+
+
+def load_data(cfg: TrainConfig) -> TrainData:
+    """The training mixture, the held-out split and the tokenizer corpus for ``cfg`` (all from its seed)."""
+    from .data import corpus_texts, mixture
+
+    return TrainData(train=mixture("train", cfg.examples_per_family, cfg.seed),
+                     heldout=mixture("heldout", cfg.heldout_per_family, cfg.seed) if cfg.heldout_per_family else [],
+                     corpus=corpus_texts(cfg.tokenizer_corpus, cfg.seed))
+
+
+def corpus_of(examples: Sequence[Any]) -> list[str]:
+    """The texts a tokenizer should learn from ``examples``: each rendered prompt (message contents) and target."""
+    texts: list[str] = []
+    for ex in examples:
+        shown = ex.spec.render_prompt(ex.prompt)
+        texts += [shown] if isinstance(shown, str) else [str(m.get("content") or "") for m in shown]
+        texts.append(ex.target)
+    return texts
+
+
+def check_out_dir(out: Path) -> None:
+    """Fail before training if ``out`` cannot be written or would overwrite something that is not a model."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{str(out)!r} is a file; pass a directory for the trained model")
+    if out.is_dir() and any(out.iterdir()) and not (out / RECIPE_FILE).is_file():
+        raise ConfigError(f"{str(out)!r} is a non-empty folder that is not a structgen-trained model; pass an "
+                          "empty or new folder (a previous trained model there is replaced)")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out.parent).close()
+    except OSError as e:
+        raise ConfigError(f"cannot write in {str(out.parent)!r} ({e}); pass a writable --out folder") from e
+
+
+def save_atomic(out: Path, write) -> None:
+    """Call ``write(tmp_dir)`` and move the result to ``out`` in one rename; on any failure, leave no trace."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    old = None
+    try:
+        write(tmp)
+        _normal_permissions(tmp)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            os.replace(out, old / "model")
+        os.replace(tmp, out)
+    except BaseException as e:
+        if old is not None and (old / "model").exists() and not out.exists():
+            os.replace(old / "model", out)  # put the previous model back
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError):
+            raise StructgenError(f"saving the model to {str(out)!r} failed ({e}); nothing was written there. "
+                                 "Free disk space or pass another --out folder") from e
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _normal_permissions(folder: Path) -> None:
+    """mkdtemp makes a private (0700) folder: give it and its files the modes the umask gives new ones."""
+    mask = os.umask(0)
+    os.umask(mask)
+    folder.chmod(0o777 & ~mask)
+    for f in folder.rglob("*"):
+        f.chmod((0o777 if f.is_dir() else 0o666) & ~mask)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def _optimizer(model, cfg: TrainConfig) -> torch.optim.Optimizer:
+    decay, no_decay, seen = [], [], set()
+    for p in model.parameters():
+        if id(p) in seen or not p.requires_grad:
+            continue
+        seen.add(id(p))
+        (decay if p.dim() >= 2 else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+
+
+@torch.no_grad()
+def heldout_loss(model, batches: Sequence[Batch], mask_id: int, cfg: TrainConfig, device) -> tuple[float, dict]:
+    """Mean held-out loss per row (and per family), with the same noise at every call."""
+    if not batches:
+        return math.nan, {}
+    was_training = model.training
+    model.eval()
+    gen = torch.Generator().manual_seed(cfg.seed + EVAL_NOISE_SEED)
+    per_family: dict[str, list[float]] = defaultdict(list)
+    for b in batches:
+        b = b.to(device)
+        rows, _ = llada_loss(model, b.input_ids, b.attention_mask, b.canvas, mask_id, eps=cfg.eps,
+                             generator=gen, per_row=True)
+        for fam, v in zip(b.families, rows.tolist()):
+            per_family[fam].append(v)
+    model.train(was_training)
+    every = [v for vs in per_family.values() for v in vs]
+    return float(np.mean(every)), {k: float(np.mean(v)) for k, v in per_family.items()}
+
+
+def _progress(enabled: bool):
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("[bold]train[/]"), BarColumn(bar_width=24), TextColumn("{task.percentage:>3.0f}%"),
+                    TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                    console=Console(stderr=True), disable=not enabled, transient=False)
+
+
+def data_digest(examples: Sequence[Any]) -> str:
+    h = hashlib.sha256()
+    for ex in examples:
+        h.update(json.dumps([ex.family, ex.template, ex.prompt, ex.target], default=str).encode("utf-8"))
+    return h.hexdigest()[:32]
+
+
+def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: bool = True,
+          data: TrainData | None = None) -> TrainReport:
+    """Train a model with ``config`` (default ``TrainConfig.small()``), save it to ``out_dir``, report."""
+    t_start = time.perf_counter()
+    cfg = (config or TrainConfig.small()).validated()
+    out = Path(out_dir).expanduser().resolve()
+    check_out_dir(out)
+    device = torch.device(cfg.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device 'cuda' was asked for but torch sees no CUDA device; pass --device cpu")
+    budget = cfg.minutes * 60.0 if cfg.minutes else math.inf
+    old_threads = torch.get_num_threads()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    try:
+        _seed_everything(cfg.seed)
+        data = data or load_data(cfg)
+        tok = build_tokenizer(cfg, data.corpus if data.corpus is not None else corpus_of(data.train))
+        rows, dropped = encode_examples(data.train, tok, cfg)
+        held_rows, held_dropped = encode_examples(data.heldout, tok, cfg)
+        if not rows:
+            raise ConfigError(f"no training example fits (dropped: {dict(dropped) or 'none given'}); raise "
+                              "max_positions / max_canvas or pass examples")
+        pad_id, eos_id, mask_id = tok.pad_token_id, tok.eos_token_id, tok.mask_token_id
+        held = fixed_batches(held_rows, cfg, cfg.seed + EVAL_NOISE_SEED, pad_id, eos_id)
+
+        from transformers import ModernBertForMaskedLM
+
+        torch.manual_seed(cfg.seed)
+        model = ModernBertForMaskedLM(model_config(tok, cfg)).to(device).train()
+        opt = _optimizer(model, cfg)
+        noise = torch.Generator().manual_seed(cfg.seed + 1)
+        stream = batch_stream(rows, cfg, cfg.seed + 2, pad_id, eos_id)
+
+        curve: list[dict[str, float]] = []
+        recent: list[float] = []
+        since_eval: list[float] = []
+        tokens = step = rows_seen = 0
+        eval_seconds = 0.0
+        stopped_by = "steps"
+        warm = 0.0  # the progress at which the warmup ended
+        lr = 0.0
+        held_loss, held_fam = math.nan, {}
+        t_loop = time.perf_counter()
+        with _progress(progress) as bar:
+            task = bar.add_task("train", total=1000, info="starting")
+            try:
+                while step < cfg.steps:
+                    elapsed = time.perf_counter() - t_start
+                    if elapsed >= budget:
+                        stopped_by = "time"
+                        break
+                    frac = max(step / cfg.steps, elapsed / budget)
+                    if step == cfg.warmup_steps:
+                        warm = frac
+                    lr = cfg.lr_at(step, frac, warm)
+                    for g in opt.param_groups:
+                        g["lr"] = lr
+                    _, batch = next(stream)
+                    batch = batch.to(device)
+                    loss, _ = llada_loss(model, batch.input_ids, batch.attention_mask, batch.canvas, mask_id,
+                                         eps=cfg.eps, generator=noise)
+                    if not bool(torch.isfinite(loss)):  # keep the last finite weights and save them
+                        stopped_by = "diverged"
+                        break
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                    opt.step()
+                    step += 1
+                    tokens += batch.n_tokens
+                    rows_seen += batch.input_ids.shape[0]
+                    value = float(loss.detach())
+                    recent.append(value)
+                    since_eval.append(value)
+                    recent = recent[-50:]
+                    if step % cfg.eval_every == 0:
+                        t_eval = time.perf_counter()
+                        held_loss, held_fam = heldout_loss(model, held, mask_id, cfg, device)
+                        eval_seconds += time.perf_counter() - t_eval
+                        curve.append(_point(step, t_start, since_eval, held_loss, lr))
+                        since_eval = []
+                    rate = tokens / max(1e-9, time.perf_counter() - t_loop - eval_seconds)
+                    bar.update(task, completed=1000 * max(step / cfg.steps, (time.perf_counter() - t_start) / budget),
+                               info=f"step {step} loss {np.mean(recent):.3f} held-out "
+                                    f"{'-' if math.isnan(held_loss) else f'{held_loss:.3f}'} "
+                                    f"lr {lr:.1e} {rate:,.0f} tok/s")
+            except KeyboardInterrupt:
+                stopped_by = "interrupted"
+        train_seconds = time.perf_counter() - t_loop
+        opt_seconds = max(train_seconds - eval_seconds, 1e-9)
+        if since_eval or not curve:
+            held_loss, held_fam = heldout_loss(model, held, mask_id, cfg, device)
+            curve.append(_point(step, t_start, since_eval, held_loss, lr))
+        all_dropped = dict(dropped + Counter({f"held-out {k}": v for k, v in held_dropped.items()}))
+        params = count_parameters(model)
+        lengths = {"mean_prompt_tokens": float(np.mean([len(r.prompt_ids) for r in rows])),
+                   "mean_target_tokens": float(np.mean([len(r.target_ids) for r in rows]))}
+        final_train = float(np.mean(recent)) if recent else None
+        held_val = None if math.isnan(held_loss) else held_loss
+        recipe = {
+            "kind": "structgen-trained", "version": 1, "config": cfg.to_dict(),
+            "data": {"seed": cfg.seed, "examples_per_family": cfg.examples_per_family, "n_train": len(rows),
+                     "n_heldout": len(held_rows), "dropped": all_dropped, "digest": data_digest(data.train),
+                     "families": dict(Counter(r.family for r in rows)), **lengths},
+            "tokenizer": {"kind": "train_bpe(corpus_texts)", "vocab_size": len(tok)},
+            "provenance": _provenance(cfg, device),
+            "training": {"steps": step, "epochs": rows_seen / len(rows), "stopped_by": stopped_by,
+                         "prep_seconds": round(t_loop - t_start, 1), "train_seconds": round(train_seconds, 1),
+                         "eval_seconds": round(eval_seconds, 1),
+                         "tokens": tokens, "params": params,
+                         "final_train_loss": final_train, "heldout_loss": held_val, "heldout_by_family": held_fam,
+                         "curve": curve},
+        }
+
+        def write(tmp: Path) -> None:
+            model.eval()
+            with quiet_loading():
+                model.save_pretrained(str(tmp))
+            tok.save_pretrained(str(tmp))
+            (tmp / RECIPE_FILE).write_text(json.dumps(recipe, indent=2, default=str, allow_nan=False))
+
+        save_atomic(out, write)
+    finally:
+        torch.set_num_threads(old_threads)
+    return TrainReport(
+        out_dir=str(out), steps=step, epochs=rows_seen / len(rows), stopped_by=stopped_by,
+        seconds=time.perf_counter() - t_start, prep_seconds=t_loop - t_start, train_seconds=train_seconds,
+        eval_seconds=eval_seconds, tokens=tokens,
+        steps_per_s=step / opt_seconds, tokens_per_s=tokens / opt_seconds,
+        final_train_loss=final_train, heldout_loss=held_val, heldout_by_family=held_fam, params=params,
+        dir_mb=sum(p.stat().st_size for p in out.iterdir() if p.is_file()) / 1e6,
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, n_train=len(rows),
+        n_heldout=len(held_rows), dropped=all_dropped, curve=curve, **lengths,
+    )
+
+
+def _point(step: int, t_start: float, losses: list[float], held: float, lr: float) -> dict[str, Any]:
+    """One point of the loss curve (None where a value is missing, so the recipe stays strict JSON)."""
+    return {"step": step, "seconds": round(time.perf_counter() - t_start, 1),
+            "train_loss": round(float(np.mean(losses)), 5) if losses else None,
+            "heldout_loss": None if math.isnan(held) else round(held, 5), "lr": lr}
+
+
+def _provenance(cfg: TrainConfig, device: torch.device) -> dict[str, Any]:
+    import tokenizers
+    import transformers
+
+    from .. import __version__
+
+    return {"structgen": __version__, "torch": torch.__version__, "transformers": transformers.__version__,
+            "tokenizers": tokenizers.__version__, "python": platform.python_version(),
+            "platform": platform.platform(), "device": str(device), "threads": torch.get_num_threads(),
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+__all__ = ["TrainConfig", "TrainData", "TrainReport", "train", "load_data", "save_atomic", "heldout_loss"]

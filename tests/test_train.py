@@ -1,0 +1,363 @@
+"""Training: the LLaDA objective, batching (prompt ids identical to inference), the tokenizer, determinism,
+the atomic save, and a tiny end-to-end run whose saved model loads with ``sg.load_model`` and generates."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+import structgen as sg
+from structgen.errors import ConfigError, StructgenError
+from structgen.train.batches import PromptEncoder, assemble, encode_examples, epoch_batches
+from structgen.train.config import TrainConfig, count_parameters, model_config
+from structgen.train.data.base import Example
+from structgen.train.objective import add_noise, diffusion_loss, llada_loss, masked_logits
+from structgen.train.tokenizer import ROUND_TRIP_SAMPLES, build_tokenizer, check_round_trip, encode_target
+from structgen.train.trainer import TrainData, corpus_of, train
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"], "additionalProperties": False}
+NAMES = ["Maria Lopez", "Tom Berg", "Ana Silva", "Li Wei", "Omar Haddad", "Eva Novak", "Zoë Ång", "王芳"]
+
+
+def person_examples(n: int, seed: int = 0) -> list[Example]:
+    """Stand-in JSON-extraction examples: text prompts and chat prompts, one schema."""
+    rng = random.Random(seed)
+    spec = sg.JsonSchema(PERSON)
+    out = []
+    for i in range(n):
+        name, age = rng.choice(NAMES), rng.randint(18, 90)
+        text = rng.choice(["{n}, {a}, lives in Porto", "{n} is {a} years old", "Meet {n} (age {a})"])
+        text = text.format(n=name, a=age)
+        prompt = text if i % 2 else [{"role": "system", "content": "Extract the person."},
+                                     {"role": "user", "content": text}]
+        target = json.dumps({"name": name, "age": age}, ensure_ascii=False, separators=(", ", ": "))
+        out.append(Example("json", f"t{i % 3}", prompt, spec, target, {"name": name, "age": age}))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_tokenizer(TrainConfig.tiny(), corpus_of(person_examples(64)))
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm(tok):
+    from transformers import ModernBertForMaskedLM
+
+    torch.manual_seed(0)
+    return ModernBertForMaskedLM(model_config(tok, TrainConfig.tiny())).eval()
+
+
+def _toy_batch(B=8, P=5, T=12, L=20, pad=2):
+    ids = torch.randint(10, 90, (B, L))
+    canvas = torch.zeros(B, L, dtype=torch.bool)
+    canvas[:, P:P + T] = True
+    ids[:, P + T:] = pad
+    return ids, canvas
+
+
+# ------------------------------------------------------------------------------------------------ objective
+def test_noise_masks_only_canvas_and_at_least_one_per_row():
+    ids, canvas = _toy_batch(B=256, T=3)
+    gen = torch.Generator().manual_seed(0)
+    n = add_noise(ids, canvas, mask_id=1, eps=1e-3, generator=gen)
+    assert not (n.masked & ~canvas).any(), "a prompt or pad position was masked"
+    assert n.masked.any(dim=1).all(), "a row has no masked position"
+    assert (n.ids[n.masked] == 1).all() and torch.equal(n.ids[~n.masked], ids[~n.masked])
+    assert ((n.p >= 1e-3) & (n.p <= 1)).all()
+
+
+def test_mask_rate_follows_t():
+    B, T = 32, 4000
+    ids = torch.randint(10, 90, (B, T + 4))
+    canvas = torch.zeros_like(ids, dtype=torch.bool)
+    canvas[:, 4:] = True
+    n = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(1))
+    rate = n.masked.sum(dim=1).float() / T
+    assert torch.allclose(rate, n.p, atol=0.03), (rate, n.p)
+    assert n.p.std() > 0.1  # t is drawn per row, not once per batch
+
+
+def test_loss_is_ce_over_masked_weighted_by_one_over_p_and_normalised_by_canvas():
+    ids, canvas = _toy_batch(B=6, T=10)
+    n = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(2))
+    V = 100
+    logits = torch.zeros(int(n.masked.sum()), V)  # uniform: CE = log V at every masked position
+    per_row = diffusion_loss(logits, ids[n.masked], n, canvas.sum(1), per_row=True)
+    expected = n.masked.sum(1) * math.log(V) / (n.p * 10)
+    assert torch.allclose(per_row, expected, rtol=1e-5)
+    mean = diffusion_loss(logits, ids[n.masked], n, canvas.sum(1))
+    assert torch.isclose(mean, expected.mean(), rtol=1e-5)
+
+
+def test_sparse_head_matches_full_logits_and_gradient_flows(tok, tiny_mlm):
+    ex = person_examples(4)
+    rows, _ = encode_examples(ex, tok, TrainConfig.tiny())
+    b = assemble(rows, [32] * len(rows), tok.pad_token_id, tok.eos_token_id)
+    n = add_noise(b.input_ids, b.canvas, tok.mask_token_id, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        sparse = masked_logits(tiny_mlm, n.ids, b.attention_mask, n.masked)
+        full = tiny_mlm(input_ids=n.ids, attention_mask=b.attention_mask).logits[n.masked]
+    assert torch.allclose(sparse, full, atol=1e-4)
+    tiny_mlm.train()
+    try:
+        loss, _ = llada_loss(tiny_mlm, b.input_ids, b.attention_mask, b.canvas, tok.mask_token_id,
+                             generator=torch.Generator().manual_seed(3))
+        loss.backward()
+        grads = {name: p.grad for name, p in tiny_mlm.named_parameters()}
+        assert torch.isfinite(loss) and loss > 0
+        assert all(g is not None and torch.isfinite(g).all() for g in grads.values())
+        assert grads["model.layers.0.attn.Wqkv.weight"].abs().sum() > 0
+        assert grads["model.embeddings.tok_embeddings.weight"].abs().sum() > 0
+    finally:
+        tiny_mlm.zero_grad(set_to_none=True)
+        tiny_mlm.eval()
+
+
+# ---------------------------------------------------------------------------------------------- batching
+def test_rows_use_the_inference_prompt_ids(tok, tiny_mlm):
+    model = sg.models.HFMaskedLM.from_model(tiny_mlm, tok)
+    examples = person_examples(6)
+    rows, dropped = encode_examples(examples, tok, TrainConfig.tiny())
+    assert not dropped and len(rows) == 6
+    for ex, row in zip(examples, rows):
+        assert list(row.prompt_ids) == model.encode_prompt(ex.spec.render_prompt(ex.prompt))
+        assert tok.decode(list(row.target_ids)) == ex.target
+    chat = rows[0].prompt_ids
+    assert chat[-1] == tok.convert_tokens_to_ids("<|assistant|>")  # the canvas follows the assistant marker
+    assert PromptEncoder(tok).encode_prompt("x") == model.encode_prompt("x")
+
+
+def test_batch_layout_prompt_target_eos_tail_then_pad(tok):
+    rows, _ = encode_examples(person_examples(3), tok, TrainConfig.tiny())
+    canv = [len(r.target_ids) + k for r, k in zip(rows, (0, 5, 17))]
+    b = assemble(rows, canv, tok.pad_token_id, tok.eos_token_id)
+    for i, (r, c) in enumerate(zip(rows, canv)):
+        P, n = len(r.prompt_ids), len(r.target_ids)
+        seq = b.input_ids[i].tolist()
+        assert seq[:P] == list(r.prompt_ids) and seq[P:P + n] == list(r.target_ids)
+        assert seq[P + n:P + c] == [tok.eos_token_id] * (c - n)
+        assert set(seq[P + c:]) <= {tok.pad_token_id}
+        assert b.canvas[i].nonzero().flatten().tolist() == list(range(P, P + c))
+        assert b.attention_mask[i].sum() == P + c
+
+
+def test_canvas_policy_covers_inference_lengths():
+    cfg = TrainConfig.tiny(canvas_sizes=(32, 64), max_canvas=96, canvas_fixed_prob=0.3)
+    rng = random.Random(0)
+    seen = [cfg.canvas_length(20, rng) for _ in range(400)]
+    assert all(20 <= c <= 96 for c in seen)
+    assert all(c % 16 == 0 or c in (32, 64) for c in seen)
+    assert {32, 48, 64} <= set(seen)  # EOS tails of several lengths
+    assert cfg.canvas_length(97, rng) is None and cfg.canvas_length(40, rng, cap=39) is None
+    assert cfg.canvas_length(0, rng) >= 1
+    fam = TrainConfig.tiny(max_canvas=128, canvas_family_prob=0.5, family_canvas={"alert": 80})
+    alert = [fam.canvas_length(20, rng, family="alert") for _ in range(400)]
+    assert 150 < alert.count(80) < 250  # the family's inference canvas about half of the time
+    assert all(c != 80 for c in (fam.canvas_length(90, rng, family="alert") for _ in range(50)))
+
+
+def test_family_canvases_are_the_ones_evaluation_decodes_with():
+    from structgen.train.evaluate import CANVAS
+
+    assert TrainConfig.small().family_canvas == CANVAS
+
+
+def test_long_examples_are_dropped_and_counted(tok):
+    cfg = TrainConfig.tiny(max_canvas=4)
+    rows, dropped = encode_examples(person_examples(4), tok, cfg)
+    assert rows == [] and dropped["target too long"] == 4
+    with pytest.raises(ConfigError, match="no training rows"):
+        epoch_batches(rows, cfg, random.Random(0), 0, 1)
+
+
+def test_bucketing_is_seeded_and_covers_every_row(tok):
+    cfg = TrainConfig.tiny(batch_size=4, bucket_batches=2)
+    rows, _ = encode_examples(person_examples(20), tok, cfg)
+    a = epoch_batches(rows, cfg, random.Random(5), tok.pad_token_id, tok.eos_token_id)
+    b = epoch_batches(rows, cfg, random.Random(5), tok.pad_token_id, tok.eos_token_id)
+    assert all(torch.equal(x.input_ids, y.input_ids) for x, y in zip(a, b))
+    assert sum(x.input_ids.shape[0] for x in a) == 20
+    capped = TrainConfig.tiny(batch_size=8, max_batch_tokens=300)
+    for x in epoch_batches(rows, capped, random.Random(5), tok.pad_token_id, tok.eos_token_id):
+        assert x.input_ids.numel() <= 300 or x.input_ids.shape[0] == 1
+
+
+# --------------------------------------------------------------------------------------------- tokenizer
+def test_tokenizer_round_trips_any_utf8(tok):
+    check_round_trip(tok)
+    hard = ("\U0001F600" * 3 + "\x00\n\t" + "漢字かなカナ", "".join(map(chr, range(1, 300))))
+    for s in ROUND_TRIP_SAMPLES + hard:
+        assert tok.decode(encode_target(tok, s)) == s
+    assert tok.eos_token_id not in encode_target(tok, "<|eos|>")  # a spelled special token is text
+    assert len(tok) <= TrainConfig.tiny().vocab_size
+
+
+def test_tokenizer_without_special_tokens_is_refused():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel()
+    with pytest.raises(ConfigError, match="special token"):
+        check_round_trip(PreTrainedTokenizerFast(tokenizer_object=raw))
+
+
+# ---------------------------------------------------------------------------------------------- training
+def _weights(directory: Path) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    return load_file(str(directory / "model.safetensors"))
+
+
+def test_same_seed_same_weights(tmp_path):
+    data = TrainData(person_examples(24), person_examples(4, 1))
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        train(TrainConfig.tiny(seed=seed, steps=8), tmp_path / name, progress=False, data=data)
+    a, b, c = (_weights(tmp_path / n) for n in "abc")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert any(not torch.equal(a[k], c[k]) for k in a)
+
+
+def test_trained_model_loads_and_generates_what_it_learnt(tmp_path):
+    """Memorise two examples: the Generator must then write each target exactly, for two canvas lengths,
+    which holds only if training used the inference prompt ids, canvas position and EOS tail."""
+    spec = sg.JsonSchema(PERSON)
+    exs = [Example("json", "a", "Maria Lopez, 41, lives in Porto", spec, '{"name": "Maria Lopez", "age": 41}', None),
+           Example("code", "b", "The ticket for Tom Berg is QZX-7302.", sg.Regex(r"[A-Z]{3}-[0-9]{4}"), "QZX-7302",
+                   None)]
+    # 900 steps: every one of 8 seeds memorised both (at 500, 1 in 8 still wrote " Lopez Lopez")
+    cfg = TrainConfig.tiny(steps=900, lr=5e-3, batch_size=4, eval_every=300, canvas_family_prob=0.0,
+                           max_canvas=64, canvas_sizes=(32, 64))
+    report = train(cfg, tmp_path / "m", progress=False, data=TrainData(exs * 8, exs))
+    assert report.steps == 900 and report.stopped_by == "steps"
+    assert report.heldout_loss < report.curve[0]["heldout_loss"]
+    model = sg.load_model(tmp_path / "m", device="cpu")
+    assert report.params == count_parameters(model.model)
+    assert report.peak_rss_mb > 0 and report.tokens > 0
+    recipe = json.loads((tmp_path / "m" / "structgen_recipe.json").read_text())
+    assert recipe["config"]["steps"] == 900 and recipe["training"]["steps"] == 900
+    assert recipe["data"]["seed"] == 0 and len(recipe["training"]["curve"]) == 3
+    gen = sg.Generator(model)
+    for ex in exs:
+        for max_tokens in (24, 64):
+            r = gen.generate(ex.prompt, ex.spec, max_tokens=max_tokens)
+            assert r.valid and r.text == ex.target, (max_tokens, r.text)
+    assert gen.generate(exs[0].prompt, spec, max_tokens=64).value == {"name": "Maria Lopez", "age": 41}
+
+
+def test_time_budget_stops_and_still_saves(tmp_path):
+    cfg = TrainConfig.tiny(steps=10_000, minutes=0.0005)
+    report = train(cfg, tmp_path / "m", progress=False, data=TrainData(person_examples(8)))
+    assert report.stopped_by == "time" and report.steps < 10_000
+    assert sg.load_model(tmp_path / "m", device="cpu").vocab_size > 0
+
+
+def test_failed_save_leaves_no_directory(tmp_path, monkeypatch):
+    from transformers import PreTrainedTokenizerFast
+
+    def broken(self, *a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(PreTrainedTokenizerFast, "save_pretrained", broken)
+    with pytest.raises(StructgenError, match="nothing was written"):
+        train(TrainConfig.tiny(steps=2), tmp_path / "m", progress=False, data=TrainData(person_examples(8)))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_save_keeps_the_previous_model(tmp_path, monkeypatch):
+    data = TrainData(person_examples(8))
+    train(TrainConfig.tiny(steps=2), tmp_path / "m", progress=False, data=data)
+    before = _weights(tmp_path / "m")
+    import structgen.train.trainer as trainer_mod
+
+    real = trainer_mod._normal_permissions
+
+    def broken(folder):
+        real(folder)
+        raise OSError(5, "I/O error")
+
+    monkeypatch.setattr(trainer_mod, "_normal_permissions", broken)
+    with pytest.raises(StructgenError):
+        train(TrainConfig.tiny(steps=3, seed=4), tmp_path / "m", progress=False, data=data)
+    after = _weights(tmp_path / "m")
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert [p.name for p in tmp_path.iterdir()] == ["m"]
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_model(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="not a structgen-trained model"):
+        train(TrainConfig.tiny(), tmp_path, progress=False, data=TrainData(person_examples(4)))
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_config_checks_and_presets():
+    small = TrainConfig.small()
+    assert small.minutes <= 60 and small.threads == 2
+    with pytest.raises(ConfigError, match="num_heads"):
+        TrainConfig.tiny(hidden_size=65)
+    with pytest.raises(ConfigError, match="unknown preset"):
+        TrainConfig.preset("huge")
+    assert TrainConfig.from_dict(small.to_dict()) == small
+    w = small.warmup_steps
+    lrs = [small.lr_at(s, s / 1000, w / 1000) for s in range(1001)]
+    assert lrs[0] < lrs[w // 2] < lrs[w] == pytest.approx(small.lr)
+    assert all(a >= b for a, b in zip(lrs[w:], lrs[w + 1:]))  # then only down
+    assert lrs[-1] == pytest.approx(small.lr * small.min_lr_ratio)
+
+
+# ------------------------------------------------------------------------------ the real data and the CLI
+def test_every_family_encodes_like_inference(tok, tiny_mlm):
+    from structgen.train.data import FAMILIES, mixture
+
+    model = sg.models.HFMaskedLM.from_model(tiny_mlm, tok)
+    examples = mixture("train", 2, seed=3)
+    rows, dropped = encode_examples(examples, tok, TrainConfig.tiny(max_positions=4096, max_canvas=256))
+    assert not dropped and {r.family for r in rows} == set(FAMILIES)
+    for ex, row in zip(examples, rows):
+        assert list(row.prompt_ids) == model.encode_prompt(ex.spec.render_prompt(ex.prompt))
+        assert model.decode(row.target_ids) == ex.target
+
+
+def test_cli_train_tiny(tmp_path):
+    from typer.testing import CliRunner
+
+    from structgen.cli import app
+
+    out = tmp_path / "model"
+    res = CliRunner().invoke(app, ["train", "--preset", "tiny", "--steps", "3", "--out", str(out), "--json",
+                                   "--examples-per-family", "6", "--seed", "2"])
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.stdout[res.stdout.index("{"):])
+    assert report["steps"] == 3 and report["n_train"] + sum(report["dropped"].values()) == 24
+    assert report["n_train"] >= 20
+    recipe = json.loads((out / "structgen_recipe.json").read_text())
+    assert recipe["config"]["seed"] == 2 and recipe["data"]["families"].keys() == {"json", "tool", "sql", "alert"}
+    assert sg.load_model(out, device="cpu").mask_id == sg.load_model(out, device="cpu").tokenizer.mask_token_id
+    bad = CliRunner().invoke(app, ["train", "--preset", "huge", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "unknown preset" in bad.output
+
+
+def test_a_diverging_run_stops_and_keeps_finite_weights(tmp_path, monkeypatch):
+    import structgen.train.trainer as trainer_mod
+
+    real, calls = trainer_mod.llada_loss, []
+
+    def nan_on_third(*a, **k):
+        loss, noised = real(*a, **k)
+        calls.append(1)
+        return (loss * float("nan") if len(calls) == 3 else loss), noised
+
+    monkeypatch.setattr(trainer_mod, "llada_loss", nan_on_third)
+    report = train(TrainConfig.tiny(steps=10), tmp_path / "m", progress=False, data=TrainData(person_examples(8)))
+    assert report.stopped_by == "diverged" and report.steps == 2
+    assert all(torch.isfinite(w).all() for w in _weights(tmp_path / "m").values())
