@@ -100,3 +100,16 @@ def test_sql_missing_database_exits_2(tmp_path):
     flat = "".join(r.output.split())  # rich wraps long lines: compare without whitespace
     assert str(missing) in flat and "notfound" in flat, r.output
     assert not missing.exists()
+
+
+def test_eval_writes_the_table_and_chart(tmp_path):
+    out = tmp_path / "ev"
+    r = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--families", "json,alert",
+                            "--modes", "constrained,unconstrained", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert {p.name for p in out.iterdir()} == {"eval.json", "eval.md", "eval.svg"}
+    rows = json.loads((out / "eval.json").read_text())["rows"]
+    assert [(x["family"], x["mode"]) for x in rows] == [("json", "constrained"), ("json", "unconstrained"),
+                                                        ("alert", "constrained"), ("alert", "unconstrained")]
+    bad = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--modes", "fastest", "--out", str(out)])
+    assert bad.exit_code == 2 and "unknown eval mode" in bad.output
