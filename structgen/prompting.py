@@ -80,18 +80,12 @@ def _lit(v: Any) -> str:
 
 def _resolve(ref: str, root: Any) -> Any:
     """The target of a local ``$ref`` (``#/$defs/X``, any JSON pointer), or None when it cannot be found."""
-    if not ref.startswith("#"):
+    from .constraints.json_regex import AutomatonUnsupported, resolve_ref
+
+    try:
+        return resolve_ref(ref, root)
+    except AutomatonUnsupported:
         return None
-    node = root
-    for part in ref[1:].split("/")[1:]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
 
 
 def _range(s: dict, unit: str = "") -> str:

@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from rich.table import Table
 
 from .evaluate import ACCURACY_NAME, Row
-from .plot import grouped_bars_svg, write_svg
+from .plot import grouped_bars_svg, write_atomic
 
 COLUMNS = ["family", "mode", "n", "valid", "accuracy", "exact", "nfe/token", "forced", "tokens/s"]
 
@@ -38,25 +36,14 @@ def markdown(rows: list[Row], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_report(rows: list[Row], out_dir: str | Path, *, title: str, meta: dict) -> list[Path]:
     """Write eval.json (figures, settings, every decoded example), eval.md and eval.svg; their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     payload = {"meta": meta, "rows": [r.as_dict() for r in rows],
                "examples": [vars(s) for r in rows for s in r.examples]}
-    _write(out / "eval.json", json.dumps(payload, indent=2, default=str))
-    _write(out / "eval.md", markdown(rows, title))
+    write_atomic(out / "eval.json", json.dumps(payload, indent=2, default=str))
+    write_atomic(out / "eval.md", markdown(rows, title))
     families = list(dict.fromkeys(r.family for r in rows))
     modes = list(dict.fromkeys(r.mode for r in rows))
     by = {(r.family, r.mode): r for r in rows}
@@ -65,5 +52,5 @@ def write_report(rows: list[Row], out_dir: str | Path, *, title: str, meta: dict
         series[f"{m} accuracy"] = [by[(f, m)].accuracy if (f, m) in by else 0.0 for f in families]
     for m in modes:
         series[f"{m} valid"] = [by[(f, m)].valid if (f, m) in by else 0.0 for f in families]
-    write_svg(out / "eval.svg", grouped_bars_svg(families, series, title=title, width=980))
+    write_atomic(out / "eval.svg", grouped_bars_svg(families, series, title=title, width=980))
     return [out / "eval.json", out / "eval.md", out / "eval.svg"]

@@ -1,7 +1,7 @@
 """A dependency-free SVG bar chart for evaluation results (grouped bars, one group per task family).
 
-``grouped_bars_svg(groups, series, title=..., unit=...)`` returns SVG text; ``write_svg`` writes it
-atomically. Values are fractions in 0..1 shown as percentages, or plain numbers with ``unit`` set.
+``grouped_bars_svg(groups, series, title=..., percent=True)`` returns SVG text; ``write_atomic`` writes it
+atomically. Values are fractions in 0..1 shown as percentages, or plain numbers with ``percent=False``.
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ def grouped_bars_svg(groups: list[str], series: dict[str, list[float]], *, title
     return "\n".join(out)
 
 
-def write_svg(path: str | Path, svg: str) -> Path:
-    """Write ``svg`` to ``path`` through a temporary file renamed into place (never half-written)."""
+def write_atomic(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file renamed into place (never half-written)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".svg.tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
-            f.write(svg)
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
