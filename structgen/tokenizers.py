@@ -21,20 +21,39 @@ def _wrap(tok):
     )
 
 
-def _empty_byte_level():
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+#: How text is cut before BPE merges. ``gpt2``: GPT-2's rule, a word takes the space before it (`` Maria``).
+#: ``words``: every whitespace character, every letter run, every run of up to 3 digits and every
+#: punctuation run is its own piece, so a word is the same token wherever it stands — after a space in the
+#: prompt or after a quote in the JSON the model writes (``"Maria``). Copying a value from the prompt is
+#: then copying the same tokens, which a small model learns far sooner; texts get about 30% more tokens.
+PRETOKENIZERS = ("gpt2", "words")
+WORDS_PATTERN = r"\s|\p{L}+|\p{N}{1,3}|[^\s\p{L}\p{N}]+"
 
+
+def _empty_byte_level(pretokenizer: str = "gpt2"):
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    if pretokenizer not in PRETOKENIZERS:
+        from .errors import ConfigError
+
+        raise ConfigError(f"unknown pretokenizer {pretokenizer!r}; choose from {', '.join(PRETOKENIZERS)}")
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if pretokenizer == "words":
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(WORDS_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    else:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
     return tok
 
 
-def train_bpe(corpus: Iterable[str], vocab_size: int = 4096):
-    """Train a byte-level BPE on ``corpus``; any UTF-8 text round-trips through it."""
+def train_bpe(corpus: Iterable[str], vocab_size: int = 4096, *, pretokenizer: str = "gpt2"):
+    """Train a byte-level BPE on ``corpus`` (pieces cut by ``pretokenizer``, see :data:`PRETOKENIZERS`);
+    any UTF-8 text round-trips through it."""
     from tokenizers import pre_tokenizers, trainers
 
-    tok = _empty_byte_level()
+    tok = _empty_byte_level(pretokenizer)
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),

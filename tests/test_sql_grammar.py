@@ -359,16 +359,20 @@ def test_bad_database_path_is_a_spec_error(tmp_path):
 
 def test_render_prompt_carries_the_schema(spec):
     text = spec.render_prompt("How many orders were cancelled?")
-    for t in spec.schema.tables:
-        assert t.create_sql.strip() in text
-    assert "How many orders were cancelled?" in text and "customers AS c" in text
-    assert text.endswith("### SQL\n") and text.index("CREATE TABLE") < text.index("How many orders")
+    for t in spec.schema.tables:  # one compact line per table: alias, columns with types
+        line = next(x for x in text.splitlines() if x.startswith(f"{t.name} AS "))
+        assert all(f"{c.name} {c.type}" in line for c in t.columns)
+    # foreign keys and CHECK (col IN (...)) values are carried over
+    assert "customer_id INTEGER -> customers.id" in text and "product_id INTEGER -> products.id" in text
+    assert "status TEXT 'pending'|'shipped'|'delivered'|'cancelled'" in text
+    assert "How many orders were cancelled?" in text and "customers AS c (" in text
+    assert text.endswith("### SQL\n") and text.index("orders AS o") < text.index("How many orders")
     chat = spec.render_prompt([{"role": "user", "content": "How many orders?"}])
-    assert chat[0]["role"] == "system" and "CREATE TABLE orders" in chat[0]["content"]
+    assert chat[0]["role"] == "system" and "orders AS o (" in chat[0]["content"]
     assert chat[1] == {"role": "user", "content": "How many orders?"}
     sys_first = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Count orders."}]
     merged = spec.render_prompt(sys_first)
-    assert len(merged) == 2 and merged[0]["content"].startswith("Be brief.") and "CREATE TABLE" in merged[0]["content"]
+    assert len(merged) == 2 and merged[0]["content"].startswith("Be brief.") and "### SQLite schema" in merged[0]["content"]
     assert sys_first[0]["content"] == "Be brief."  # the caller's messages are not modified
     with pytest.raises(sg.SpecError):
         spec.render_prompt(42)

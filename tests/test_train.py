@@ -201,6 +201,26 @@ def test_tokenizer_round_trips_any_utf8(tok):
     assert len(tok) <= TrainConfig.tiny().vocab_size
 
 
+def test_words_pretokenizer_keeps_a_word_one_token_wherever_it_stands():
+    """The embedded model's tokenizer: a value copied from the prompt into JSON is the same tokens."""
+    from structgen.tokenizers import train_bpe
+
+    corpus = ["Maria Lopez lives in Porto.", '{"name": "Maria Lopez", "city": "Porto"}'] * 50
+    words = train_bpe(corpus, 400, pretokenizer="words")
+    gpt2 = train_bpe(corpus, 400, pretokenizer="gpt2")
+
+    def pieces(tok, text):
+        return [tok.decode([i]) for i in encode_target(tok, text)]
+
+    prompt, target = pieces(words, "lives in Porto."), pieces(words, '"city": "Porto"')
+    assert "Porto" in prompt and "Porto" in target and " " in prompt  # spaces are tokens of their own
+    assert " Porto" in pieces(gpt2, "lives in Porto.") and " Porto" not in pieces(gpt2, '"city": "Porto"')
+    for s in ROUND_TRIP_SAMPLES:
+        assert words.decode(encode_target(words, s)) == s
+    with pytest.raises(ConfigError, match="pretokenizer"):
+        TrainConfig.tiny(pretokenizer="sentencepiece").validated()
+
+
 def test_tokenizer_without_special_tokens_is_refused():
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast

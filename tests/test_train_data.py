@@ -248,3 +248,20 @@ def test_generation_is_fast():
     n = len(examples("json", "train", 2000, seed=21)) + len(examples("tool", "train", 2000, seed=21))
     assert n == 4000
     assert time.perf_counter() - t < 20  # about 1 s; a per-example schema check would take far longer
+
+
+def test_training_tool_prompts_list_subsets_but_held_out_lists_every_tool():
+    from structgen.train.data import tool_calls as tc
+
+    every = {t.name for t in tc.tools()}
+    train = examples("tool", "train", 200, seed=3)
+    listed = [{t.name for t in ex.spec.tools} for ex in train]
+    assert all(json.loads(ex.target)["name"] in names for ex, names in zip(train, listed))
+    subsets = sum(names != every for names in listed)
+    assert 0.45 < subsets / len(train) < 0.75  # SUBSET_SHARE = 0.6
+    assert all(len(names) <= 4 for names in listed if names != every)
+    for ex in train:  # the prompt lists exactly the tools the constraint allows
+        text = ex.spec.render_prompt(ex.prompt)
+        assert all((f"\n{n}(" in text) == (n in {t.name for t in ex.spec.tools}) for n in every)
+    held = examples("tool", "heldout", 50, seed=3)
+    assert all({t.name for t in ex.spec.tools} == every for ex in held)

@@ -172,7 +172,7 @@ class Generator:
         spec = schema_or_model if isinstance(schema_or_model, JsonSchema) else JsonSchema(schema_or_model)
         return self.generate(prompt, spec, max_tokens, **kw).value
 
-    def tool_call(self, prompt, tools, max_tokens: int = 96, **kw):
+    def tool_call(self, prompt, tools, max_tokens: int = 128, **kw):
         """One call of one of ``tools`` (``Tool``s, pydantic classes, OpenAI tool dicts or a ``ToolCallSpec``)
         for ``prompt``: a ``structgen.agent.ToolCall`` whose arguments validated against the tool's schema
         and model (``call.result`` is the generation ``Result``); ``GenerationError`` when there is none."""

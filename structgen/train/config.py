@@ -38,12 +38,13 @@ class TrainConfig:
     seed: int = 0
     # model (ModernBERT, global attention in every layer)
     hidden_size: int = 256
-    num_layers: int = 6
-    num_heads: int = 4
-    intermediate_size: int = 512
+    num_layers: int = 4
+    num_heads: int = 8
+    intermediate_size: int = 768
     max_positions: int = 1024
     # tokenizer: byte-level BPE trained on ``corpus_texts(tokenizer_corpus, seed)``
     vocab_size: int = 4096
+    pretokenizer: str = "words"  # structgen.tokenizers.PRETOKENIZERS: "words" keeps a word one token everywhere
     tokenizer_corpus: int = 20_000
     # data
     examples_per_family: int = 20_000
@@ -51,15 +52,15 @@ class TrainConfig:
     # canvas policy
     canvas_multiple: int = 16
     canvas_extra_max: int = 32
-    canvas_family_prob: float = 0.4
-    family_canvas: dict[str, int] = field(default_factory=lambda: {"json": 96, "tool": 96, "sql": 96, "alert": 64})
-    canvas_fixed_prob: float = 0.2
+    canvas_family_prob: float = 0.3
+    family_canvas: dict[str, int] = field(default_factory=lambda: {"json": 128, "tool": 128, "sql": 128, "alert": 64})
+    canvas_fixed_prob: float = 0.1
     canvas_sizes: tuple[int, ...] = (32, 48, 64, 96, 128, 192, 256)
     max_canvas: int = 256
     # optimisation
     batch_size: int = 16  # rows per batch at most ...
     max_batch_tokens: int = 4096  # ... and at most this many positions (rows x longest row), bounding memory
-    lr: float = 1e-3
+    lr: float = 1.5e-3
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.98)
     warmup_steps: int = 200
@@ -124,6 +125,10 @@ class TrainConfig:
                               f"({self.canvas_fixed_prob}) must be >= 0 with a sum <= 1")
         if not (self.lr > 0 and 0 <= self.min_lr_ratio <= 1 and self.grad_clip > 0 and 0 < self.eps < 1):
             raise ConfigError("need lr > 0, 0 <= min_lr_ratio <= 1, grad_clip > 0 and 0 < eps < 1")
+        from ..tokenizers import PRETOKENIZERS
+
+        if self.pretokenizer not in PRETOKENIZERS:
+            raise ConfigError(f"pretokenizer must be one of {', '.join(PRETOKENIZERS)}, got {self.pretokenizer!r}")
         if self.schedule not in ("cosine", "constant"):
             raise ConfigError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
         if self.minutes is not None and self.minutes <= 0:

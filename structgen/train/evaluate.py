@@ -31,7 +31,7 @@ MODES: dict[str, dict[str, Any]] = {
 }
 
 #: the canvas (``max_tokens``) each family is decoded with; training pads its targets to the same lengths
-CANVAS: dict[str, int] = {"json": 96, "tool": 96, "sql": 96, "alert": 64}
+CANVAS: dict[str, int] = {"json": 128, "tool": 128, "sql": 128, "alert": 64}
 
 ACCURACY_NAME = {"json": "field accuracy", "tool": "exact match", "sql": "execution accuracy",
                  "alert": "semantically equal"}
@@ -160,8 +160,9 @@ def score(example, text: str, valid: bool) -> tuple[float, bool]:
 
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
              seed: int = 1234, modes: Iterable[str] = tuple(MODES), block_length: int = 32,
-             on_example: Callable[[Scored], None] | None = None) -> list[Row]:
-    """Decode ``n`` held-out examples per family under each mode and score them (see the module doc)."""
+             split: str = "heldout", on_example: Callable[[Scored], None] | None = None) -> list[Row]:
+    """Decode ``n`` examples of ``split`` (held-out templates by default; ``"train"`` measures how well the
+    training templates were fitted) per family under each mode and score them (see the module doc)."""
     from ..sampler import Generator
     from .data import examples as family_examples
 
@@ -172,7 +173,7 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
     gen = Generator(model, block_length=block_length)
     rows: list[Row] = []
     for fam in families:
-        exs = family_examples(fam, "heldout", n, seed)
+        exs = family_examples(fam, split, n, seed)
         for mode in modes:
             settings = dict(MODES[mode])
             constrained = settings.pop("constrained")

@@ -1,8 +1,9 @@
 """The trained model's tokenizer: a byte-level BPE learnt from the training corpus.
 
-``build_tokenizer(cfg)`` trains ``structgen.tokenizers.train_bpe`` (``cfg.vocab_size`` tokens, the special
-tokens EOS / mask / pad and the chat role markers) on ``structgen.train.data.corpus_texts``: the prompts as
-the model sees them (``spec.render_prompt``) and the targets. Byte-level BPE covers every byte, so any
+``build_tokenizer(cfg)`` trains ``structgen.tokenizers.train_bpe`` (``cfg.vocab_size`` tokens, pieces cut by
+``cfg.pretokenizer``, the special tokens EOS / mask / pad and the chat role markers) on
+``structgen.train.data.corpus_texts``: the prompts as the model sees them (``spec.render_prompt``) and the
+targets. Byte-level BPE covers every byte, so any
 UTF-8 text round-trips; ``check_round_trip`` proves it on hard samples (emoji, CJK, control characters,
 text that spells a special token) before a tokenizer is used for training.
 
@@ -37,7 +38,7 @@ def build_tokenizer(cfg, corpus: Iterable[str] | None = None):
     texts = [t for t in corpus if isinstance(t, str) and t]
     if not texts:
         raise ConfigError("the tokenizer corpus is empty; pass texts (prompts and targets) to train it on")
-    tok = train_bpe(texts, cfg.vocab_size)
+    tok = train_bpe(texts, cfg.vocab_size, pretokenizer=cfg.pretokenizer)
     check_round_trip(tok)
     return tok
 

@@ -6,6 +6,10 @@ symbols, currency names, durations in words) and a table of templates whose phra
 arguments and not others; an argument the request does not state is left out of the call, so its default
 applies. The prompt is the request alone: ``ToolCallSpec.render_prompt`` adds the tools. Targets are the
 canonical JSON (:func:`base.canonical_json`) with arguments in the tool schema's property order.
+
+The held-out split always lists every tool (as ``gen.tool_call(prompt, tools=TOOLS)`` does); a share
+(``SUBSET_SHARE``) of training examples lists only the called tool and up to three others, which shortens
+the prompt (the full block is the longest part of any training row) and makes the model read the list.
 """
 
 from __future__ import annotations
@@ -41,6 +45,27 @@ def spec():
     from structgen.agent.tools import tool_call_spec
 
     return tool_call_spec(tools())
+
+
+#: share of *training* examples whose prompt lists only a subset of the tools (the called one and 0-3 others,
+#: in TOOLS order): a shorter prompt, and the model learns to read the tool list rather than memorise it.
+#: Held-out examples always list every tool, as ``gen.tool_call(prompt, tools=TOOLS)`` does.
+SUBSET_SHARE = 0.6
+
+
+@functools.lru_cache(maxsize=None)
+def subset_spec(names: frozenset):
+    """The ``ToolCallSpec`` over the example tools named in ``names`` (in TOOLS order)."""
+    from structgen.agent.tools import tool_call_spec
+
+    return tool_call_spec([t for t in tools() if t.name in names])
+
+
+def _spec_for(tool: str, split: str, rng: random.Random):
+    if split != "train" or rng.random() >= SUBSET_SHARE:
+        return spec()
+    others = [t.name for t in tools() if t.name != tool]
+    return subset_spec(frozenset([tool, *rng.sample(others, rng.randint(0, 3))]))
 
 
 def _p(rng: random.Random, p: float) -> bool:
@@ -267,7 +292,7 @@ def _register(tool: str, id: str, split: str, kw: dict, patterns: tuple[str, ...
         if missing:
             raise SpecError(f"template tool.{tool}.{id} states an argument its text does not mention "
                             f"({', '.join(missing)}); guard it with <slot:...> in every phrasing")
-        sp = spec()
+        sp = _spec_for(tool, split, rng)
         call = {"name": tool, "arguments": ordered(args, sp.tool(tool).schema)}
         return text, canonical_json(call), call, sp
 
