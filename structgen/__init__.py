@@ -35,8 +35,9 @@ _mount("validators")
 from . import models  # noqa: E402
 from .constraints import compile  # noqa: E402
 from .errors import (  # noqa: E402
-    CanvasTooSmallError, CompileError, ConfigError, ConstraintViolation, GenerationError, GrammarSyntaxError,
-    ModelLoadError, QueryError, QueryTimeoutError, SpecError, StructgenError, UnsupportedSchemaError,
+    ApprovalError, ApprovalExpiredError, ApprovalNotFoundError, BoundaryError, CanvasTooSmallError, CompileError,
+    ConfigError, ConstraintViolation, DeadEnd, GenerationError, GrammarSyntaxError, ModelLoadError, PolicyError,
+    QueryError, QueryTimeoutError, SpecError, StructgenError, TurnCancelled, UnsupportedSchemaError,
 )
 from .models import load_model  # noqa: E402
 from .sampler import Generator, Result, StepEvent  # noqa: E402
@@ -50,5 +51,7 @@ __all__ = [
     "load_model", "Generator", "Result", "StepEvent", "compile", "models",
     "JsonSchema", "Regex", "Grammar", "Sql", "Choice", "Tool", "ToolCall", "ToolCallSpec",
     "StructgenError", "SpecError", "UnsupportedSchemaError", "GrammarSyntaxError", "CompileError",
-    "CanvasTooSmallError", "ConstraintViolation", "GenerationError", "ModelLoadError", "ConfigError", "QueryError", "QueryTimeoutError",
+    "CanvasTooSmallError", "ConstraintViolation", "GenerationError", "DeadEnd", "ModelLoadError", "ConfigError",
+    "QueryError", "QueryTimeoutError", "BoundaryError", "PolicyError", "ApprovalError", "ApprovalNotFoundError",
+    "ApprovalExpiredError", "TurnCancelled",
 ]

@@ -78,3 +78,35 @@ class ConfigError(StructgenError, ValueError):
 
 class StructgenWarning(UserWarning):
     """Something works but not as well as it could (e.g. no embedded model installed yet)."""
+
+
+class BoundaryError(StructgenError):
+    """The commit boundary refused a step: an illegal state transition (e.g. executing a draft, approving a
+    denied call, releasing twice) or an object that was not minted by a release handed to an executor."""
+
+
+class PolicyError(StructgenError, ValueError):
+    """A permission policy (TOML file or rule list) is malformed; the message names the line or rule."""
+
+
+class ApprovalError(StructgenError, KeyError):
+    """An approval id is unknown, already decided, or expired."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ApprovalNotFoundError(ApprovalError):
+    """No call was ever parked under this approval id (by this runtime)."""
+
+
+class ApprovalExpiredError(ApprovalError):
+    """The parked call's approval window (its TTL) has passed; it can no longer be approved."""
+
+
+class TurnCancelled(StructgenError):
+    """A turn was cancelled (``cancelled()`` returned True) before anything was released or executed."""
+
+    def __init__(self, message: str, *, request_id: str = ""):
+        self.request_id = request_id
+        super().__init__(message)

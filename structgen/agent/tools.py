@@ -12,8 +12,12 @@
 - :class:`ToolCallSpec` ``(tools)``: a ``JsonSchema`` of ``{"name": <const>, "arguments": {...}}`` as an
   ``anyOf`` over the tools (keys in that order), whose prompt lists the tools (``prompting.tools_block``).
 - :func:`as_tools` accepts ``Tool``s, pydantic classes (name from a ``tool_name`` class attribute or the
-  snake_case class name, description from the docstring) and OpenAI ``{"type": "function", "function":
-  {...}}`` dicts; :func:`load_tools` reads ``TOOLS`` from a Python file or a JSON list of OpenAI tools.
+  snake_case class name, description from the docstring), OpenAI ``{"type": "function", "function":
+  {...}}`` dicts (or the bare ``{"name", "description", "parameters"}`` inside), JSON Schemas of the
+  arguments object that carry their name as ``title``, and plain Python functions (signature and docstring,
+  see :mod:`.functions`; the function is kept on ``Tool.function``); :func:`load_tools` reads ``TOOLS`` from
+  a Python file or a JSON list of OpenAI tools. :func:`to_openai_tools` turns any of these into the OpenAI
+  ``tools`` list.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from ..prompting import tool_signature, tools_block, tools_prompt
 from ..spec import JsonSchema, _check_schema
 from .schema_ops import close_objects, hoist_defs, inline_refs, strip_titles
 
-__all__ = ["Tool", "ToolCall", "ToolCallSpec", "as_tools", "call_schema", "load_tools", "tool_call_spec"]
+__all__ = ["Tool", "ToolCall", "ToolCallSpec", "as_tools", "call_schema", "load_tools", "to_openai_tools",
+           "tool_call_spec"]
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
@@ -50,6 +55,7 @@ class Tool:
     parameters: Any
     side_effects: bool = field(default=False, kw_only=True)
     destructive: bool = field(default=False, kw_only=True)
+    function: Any = field(default=None, kw_only=True, repr=False)  # the Python callable, for function tools
     schema: dict = field(init=False, repr=False)
     model: Any = field(init=False, default=None, repr=False)
 
@@ -161,6 +167,12 @@ def _from_model(cls: type) -> Tool:
 
 
 def _from_openai(d: dict) -> Tool:
+    if d.get("type") == "object" and isinstance(d.get("title"), str) and "name" not in d:
+        # a JSON Schema of the arguments object named by its title
+        schema = {k: v for k, v in d.items() if k not in ("title", "description")}
+        return Tool(d["title"], d.get("description") or "", schema,
+                    side_effects=bool(d.get("x-side-effects", False)),
+                    destructive=bool(d.get("x-destructive", False)))
     fn = d.get("function") if d.get("type") == "function" else d
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
         raise SpecError('an OpenAI tool is {"type": "function", "function": {"name", "description", '
@@ -171,11 +183,13 @@ def _from_openai(d: dict) -> Tool:
 
 
 def as_tools(obj: Any) -> tuple[Tool, ...]:
-    """Tools from a ``Tool``, a pydantic model class, an OpenAI tool dict, a ``ToolCallSpec``, or a list
-    of these; names must be unique."""
+    """Tools from a ``Tool``, a pydantic model class, an OpenAI tool dict, a titled JSON Schema dict, a plain
+    function, a ``ToolCallSpec``, a ``ToolRegistry``, or a list of these; names must be unique."""
     if isinstance(obj, ToolCallSpec):
         return obj.tools
-    items = [obj] if isinstance(obj, (Tool, dict, type)) else obj
+    if hasattr(obj, "__structgen_tools__"):  # a ToolRegistry or a TurnSpec
+        return obj.__structgen_tools__()
+    items = [obj] if isinstance(obj, (Tool, dict, type)) or inspect.isroutine(obj) else obj
     try:
         items = list(items)
     except TypeError:
@@ -191,15 +205,27 @@ def as_tools(obj: Any) -> tuple[Tool, ...]:
             out.append(_from_model(item))
         elif isinstance(item, dict):
             out.append(_from_openai(item))
+        elif callable(item) and not isinstance(item, type):
+            from .functions import function_tool
+
+            out.append(function_tool(item))
         else:
             raise SpecError(f"cannot use {type(item).__name__} as a tool; pass a structgen Tool, a pydantic "
-                            "model class or an OpenAI {'type': 'function', 'function': {...}} dict")
+                            "model class, an OpenAI {'type': 'function', 'function': {...}} dict or a "
+                            "function")
     seen: set[str] = set()
     for t in out:
         if t.name in seen:
             raise SpecError(f"two tools are named {t.name!r}; tool names must be unique")
         seen.add(t.name)
     return tuple(out)
+
+
+def to_openai_tools(tools: Any) -> list[dict]:
+    """Any accepted tool list (``Tool``s, pydantic classes, functions, OpenAI dicts, e.g. ``examples/tools.py``'s
+    ``TOOLS``) as the OpenAI ``tools`` list: ``[{"type": "function", "function": {name, description,
+    parameters}}, ...]`` with the normalised argument schemas."""
+    return [t.openai() for t in as_tools(tools)]
 
 
 def call_schema(tools: Iterable[Any]) -> dict:
