@@ -86,6 +86,30 @@ def test_mask_rate_follows_t():
     assert n.p.std() > 0.1  # t is drawn per row, not once per batch
 
 
+def test_prefix_rows_keep_a_prefix_of_the_answer_visible_and_normalise_by_what_remains():
+    B, T, EOS = 400, 12, 0
+    ids = torch.randint(10, 90, (B, 3 + T))
+    ids[:, 3 + 8:] = EOS  # 8 answer tokens, then an EOS tail
+    canvas = torch.zeros_like(ids, dtype=torch.bool)
+    canvas[:, 3:] = True
+    plain = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(plain.canvas, canvas)  # prefix_share=0: the plain LLaDA objective, same draws
+    same = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(3), prefix_share=0.0)
+    assert torch.equal(same.masked, plain.masked)
+    n = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(3), prefix_share=0.5, eos_id=EOS)
+    cut = T - n.canvas.sum(dim=1)  # how many answer tokens became prompt
+    assert (n.canvas <= canvas).all() and not (n.masked & ~n.canvas).any() and n.masked.any(dim=1).all()
+    for row in range(B):  # what was removed is a prefix of the canvas
+        kept = n.canvas[row, 3:].nonzero().flatten()
+        assert kept.tolist() == list(range(int(cut[row]), T))
+    assert 0.3 < (cut > 0).float().mean() < 0.6  # about half the rows (cut 0 also happens)
+    assert int(cut.max()) <= 8 and int(cut.max()) >= 7  # cuts fall inside the answer (0..8), not the EOS tail
+    V = 100
+    logits = torch.zeros(int(n.masked.sum()), V)
+    per_row = diffusion_loss(logits, ids[n.masked], n, n.canvas.sum(1), per_row=True)
+    assert torch.allclose(per_row, n.masked.sum(1) * math.log(V) / (n.p * n.canvas.sum(1)), rtol=1e-5)
+
+
 def test_loss_is_ce_over_masked_weighted_by_one_over_p_and_normalised_by_canvas():
     ids, canvas = _toy_batch(B=6, T=10)
     n = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(2))

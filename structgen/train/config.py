@@ -68,6 +68,7 @@ class TrainConfig:
     min_lr_ratio: float = 0.1
     grad_clip: float = 1.0
     eps: float = 1e-3  # LLaDA's t ~ U(eps, 1): the smallest masking probability
+    prefix_share: float = 0.0  # rows whose response is cut and its prefix made prompt (objective.py)
     steps: int = 100_000
     minutes: float | None = 55.0  # wall-clock budget from the start of the run (None = steps only)
     # runtime
@@ -125,6 +126,8 @@ class TrainConfig:
                               f"({self.canvas_fixed_prob}) must be >= 0 with a sum <= 1")
         if not (self.lr > 0 and 0 <= self.min_lr_ratio <= 1 and self.grad_clip > 0 and 0 < self.eps < 1):
             raise ConfigError("need lr > 0, 0 <= min_lr_ratio <= 1, grad_clip > 0 and 0 < eps < 1")
+        if not 0.0 <= self.prefix_share <= 1.0:
+            raise ConfigError(f"prefix_share must be in [0, 1], got {self.prefix_share}")
         from ..tokenizers import PRETOKENIZERS
 
         if self.pretokenizer not in PRETOKENIZERS:

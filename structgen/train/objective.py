@@ -9,6 +9,15 @@ the effective ``p`` of such rows up by at most ``1 / canvas_len``, a negligible 
 The loss of a row is the cross-entropy at its masked positions weighted by ``1 / p``, divided by the row's
 canvas length (LLaDA's SFT normalisation: a Monte-Carlo estimate of the per-token negative ELBO); the batch
 loss is the mean over rows. Only masked positions go through the output layer (``masked_logits``).
+
+**Response prefixes as prompt** (``prefix_share``). With that probability a row's response is cut at a
+uniform point ``c`` and its first ``c`` tokens join the prompt: never masked, not in the loss, and the
+canvas length that normalises the row is what remains. This is LLaDA's SFT objective for the prompt
+``prompt + response[:c]``, so the loss stays an ELBO term; it trains the state that semi-autoregressive
+(block) decoding puts the model in — a committed left part, a partly masked block, masks to the right —
+which uniform masking alone almost never shows: with ``t`` drawn uniformly, a position whose whole right
+side is masked while its left side is visible is rare, and a small model learns to lean on the right
+context (the arguments reveal the tool name) rather than on what was written before it.
 """
 
 from __future__ import annotations
@@ -29,14 +38,19 @@ class Noised:
     ids: torch.Tensor  # [B, L] input ids with the masked positions replaced by the mask id
     masked: torch.Tensor  # [B, L] bool: positions the model must predict
     p: torch.Tensor  # [B] the masking probability of each row
+    canvas: torch.Tensor  # [B, L] bool: the positions that could be masked (the canvas minus any prefix)
 
 
 def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, eps: float = 1e-3,
-              generator: torch.Generator | None = None) -> Noised:
+              generator: torch.Generator | None = None, prefix_share: float = 0.0,
+              eos_id: int | None = None) -> Noised:
     """Mask each canvas position of each row with that row's probability ``p = eps + (1 - eps) t``.
 
     ``canvas`` is a bool ``[B, L]`` marking the response positions (EOS tail included); every row must have
-    at least one. Random numbers come from ``generator`` (on the CPU) for reproducibility.
+    at least one. With probability ``prefix_share`` a row's first ``c`` canvas positions are left out of the
+    canvas (see the module docstring): ``c`` is uniform in ``0 .. k`` where ``k`` is the number of canvas
+    tokens that are not ``eos_id`` (the answer; the whole canvas when ``eos_id`` is None), and at most
+    ``n - 1`` for a canvas of ``n``. Random numbers come from ``generator`` (on the CPU) for reproducibility.
     """
     B, L = input_ids.shape
     if not bool(canvas.any(dim=1).all()):
@@ -45,6 +59,14 @@ def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, ep
     p = eps + (1.0 - eps) * t
     r = torch.rand(B, L, generator=generator)
     dev = input_ids.device
+    if prefix_share > 0.0:
+        n = canvas.sum(dim=1)
+        k = n if eos_id is None else (canvas & (input_ids != eos_id)).sum(dim=1) + 1
+        cut = (torch.rand(B, generator=generator) * k.cpu()).long()  # 0 .. k-1
+        cut = torch.minimum(cut, n.cpu() - 1)  # at least one canvas position remains
+        cut = torch.where(torch.rand(B, generator=generator) < prefix_share, cut, torch.zeros_like(cut)).to(dev)
+        rank = canvas.long().cumsum(dim=1) - 1  # index of each canvas position within its row's canvas
+        canvas = canvas & (rank >= cut[:, None])
     p, r = p.to(dev), r.to(dev)
     masked = (r < p[:, None]) & canvas
     empty = ~masked.any(dim=1)
@@ -53,7 +75,7 @@ def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, ep
         rows = torch.nonzero(empty, as_tuple=True)[0]
         masked[rows, pick[rows]] = True
     ids = input_ids.masked_fill(masked, mask_id)
-    return Noised(ids=ids, masked=masked, p=p)
+    return Noised(ids=ids, masked=masked, p=p, canvas=canvas)
 
 
 def masked_logits(model, ids: torch.Tensor, attention_mask: torch.Tensor | None,
@@ -87,11 +109,13 @@ def diffusion_loss(logits: torch.Tensor, targets: torch.Tensor, noised: Noised, 
 
 def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, canvas: torch.Tensor,
                mask_id: int, *, eps: float = 1e-3, generator: torch.Generator | None = None,
-               logits_fn: Callable | None = None, per_row: bool = False) -> tuple[torch.Tensor, Noised]:
+               logits_fn: Callable | None = None, per_row: bool = False,
+               prefix_share: float = 0.0, eos_id: int | None = None) -> tuple[torch.Tensor, Noised]:
     """Noise the batch, run the model on it and return ``(loss, noised)`` (``loss`` is ``[B]`` with
     ``per_row``). ``logits_fn(model, ids, attention_mask, masked) -> [N, V]`` defaults to ``masked_logits``.
     """
-    noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator)
+    noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator, prefix_share=prefix_share,
+                       eos_id=eos_id)
     logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
-    loss = diffusion_loss(logits, input_ids[noised.masked], noised, canvas.sum(dim=1), per_row=per_row)
+    loss = diffusion_loss(logits, input_ids[noised.masked], noised, noised.canvas.sum(dim=1), per_row=per_row)
     return loss, noised

@@ -281,7 +281,8 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                     _, batch = next(stream)
                     batch = batch.to(device)
                     loss, _ = llada_loss(model, batch.input_ids, batch.attention_mask, batch.canvas, mask_id,
-                                         eps=cfg.eps, generator=noise)
+                                         eps=cfg.eps, generator=noise, prefix_share=cfg.prefix_share,
+                                         eos_id=eos_id)
                     if not bool(torch.isfinite(loss)):  # keep the last finite weights and save them
                         stopped_by = "diverged"
                         break
