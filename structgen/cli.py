@@ -3,7 +3,7 @@
 ``structgen generate PROMPT --schema FILE | --regex R | --grammar FILE | --choice A,B`` prints the result;
 ``structgen sql --db FILE QUESTION [--run]`` prints a SELECT over the database (and its rows);
 ``--trace`` shows the canvas filling step by step; ``structgen train`` trains a model on the task data and
-``structgen eval`` scores one on the held-out split."""
+``structgen eval`` scores one on the held-out split; ``structgen serve`` runs the OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def sql(
     max_rows: int = typer.Option(20, "--max-rows", help="Rows to fetch when running."),
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds a query may run."),
     model: Optional[str] = _MODEL,
-    max_tokens: int = typer.Option(96, "--max-tokens", "-n", help="Canvas length in tokens."),
+    max_tokens: int = typer.Option(128, "--max-tokens", "-n", help="Canvas length in tokens."),
     block_length: int = _BLOCK,
     threshold: float = _THRESHOLD,
     tokens_per_step: Optional[int] = _TPS,
@@ -241,6 +241,8 @@ def eval_(
     modes: str = typer.Option("constrained,unconstrained,one-token", "--modes", help="Decoding modes to compare."),
     out_dir: Path = typer.Option(Path("eval-out"), "--out", help="Folder for eval.json, eval.md and eval.svg."),
     seed: int = typer.Option(1234, "--seed", help="Seeds the held-out examples."),
+    split: str = typer.Option("heldout", "--split",
+                              help="heldout (templates never seen in training) or train (how well they were fitted)."),
     block_length: int = _BLOCK,
     device: Optional[str] = _DEVICE,
 ) -> None:
@@ -267,9 +269,10 @@ def eval_(
                 bar.update(task, advance=1, description=f"eval {s.family}/{s.mode}")
 
             rows = evaluate(gen.model, families=fams, n=n, seed=seed, modes=mode_list, block_length=block_length,
-                            on_example=tick)
-        title = f"Held-out evaluation of {getattr(gen.model, 'name', model or 'the default model')}"
-        meta = {"model": model or "default", "n": n, "seed": seed, "block_length": block_length,
+                            split=split, on_example=tick)
+        which = "Held-out" if split == "heldout" else "Train-split"
+        title = f"{which} evaluation of {getattr(gen.model, 'name', model or 'the default model')}"
+        meta = {"model": model or "default", "n": n, "seed": seed, "split": split, "block_length": block_length,
                 "machine": platform.platform(), "threads": __import__("torch").get_num_threads()}
         paths = write_report(rows, out_dir, title=title, meta=meta)
     except sg.StructgenError as e:
@@ -277,6 +280,66 @@ def eval_(
         raise typer.Exit(2)
     out.print(rich_table(rows, title))
     err.print("written: " + ", ".join(str(p) for p in paths))
+
+
+@app.command()
+def serve(
+    model: Optional[str] = _MODEL,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to bind (loopback by default)."),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
+    policy: Optional[Path] = typer.Option(None, "--policy", help="Permission policy TOML (default: destructive "
+                                          "tools denied, tools with side effects ask, others allowed)."),
+    audit: Optional[Path] = typer.Option(None, "--audit", help="Audit log SQLite file (default: a temporary file)."),
+    api_key: Optional[list[str]] = typer.Option(None, "--api-key", help="Accepted API key (repeat for several); "
+                                                "none: no key needed."),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="Tools the server knows (a .py with TOOLS or a "
+                                         ".json list); they replace client tools of the same name."),
+    execute: Optional[Path] = typer.Option(None, "--execute", help="Tool implementations to run released calls "
+                                           "with (a .py with functions(sandbox=...) or FUNCTIONS)."),
+    sandbox: Path = typer.Option(Path("/tmp/structgen-sandbox"), "--sandbox", help="Folder given to --execute."),
+    workers: int = typer.Option(2, "--workers", help="Generations running at once (batched on the model)."),
+    queue_size: int = typer.Option(32, "--queue-size", help="Requests that may wait; beyond that, 503."),
+    max_batch: int = typer.Option(8, "--max-batch", help="Most sequences in one forward pass."),
+    model_id: str = typer.Option("structgen", "--model-id", help="The model name clients send."),
+    approval_ttl: float = typer.Option(300.0, "--approval-ttl", help="Seconds a parked call can be approved."),
+    block_length: int = _BLOCK,
+    threshold: float = _THRESHOLD,
+    device: Optional[str] = _DEVICE,
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+) -> None:
+    """Serve the OpenAI Chat Completions API (tools, response_format, streaming) for agent frameworks."""
+    import warnings
+
+    import structgen as sg
+
+    try:
+        import uvicorn
+
+        from structgen.server import ServerLimits, create_app
+        from structgen.server.config import executor_from_file
+    except ImportError as e:
+        err.print(f"[red]error:[/] the server needs its extra: pip install 'structgen[server]' ({e})")
+        raise typer.Exit(2)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            m = sg.load_model(model, device=device)
+        for w in caught:
+            err.print(f"[yellow]warning:[/] {w.message}")
+        limits = ServerLimits(workers=workers, queue_size=queue_size, max_batch=max_batch)
+        executor = executor_from_file(execute, sandbox=sandbox) if execute else None
+        application = create_app(m, policy=policy, audit_path=audit, api_keys=api_key or (), executor=executor,
+                                 limits=limits, tools=tools, model_id=model_id, approval_ttl_s=approval_ttl,
+                                 generator_settings={"block_length": block_length, "threshold": threshold})
+    except sg.StructgenError as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2)
+    if not api_key and host not in ("127.0.0.1", "localhost", "::1"):
+        err.print(f"[yellow]warning:[/] serving on {host} without --api-key: anyone who can reach it can use it")
+    err.print(f"[dim]structgen serve: model {m.name} as '{model_id}' on http://{host}:{port}/v1, audit "
+              f"{application.state.audit.path}, tools executed: {'yes' if executor else 'no'}[/]")
+    err.print(f"playground: http://{host}:{port}/playground")
+    uvicorn.run(application, host=host, port=port, log_level=log_level)
 
 
 if __name__ == "__main__":  # pragma: no cover
