@@ -14,8 +14,9 @@ Measured on 2026-11-30 (2-core CPU, one thread each): 0/30 exact copies for ever
 small preset's shape for 6 minutes (~950-1,550 steps of 16 rows) with RoPE theta 160,000 or 10,000, 8 or 4
 heads, prefix share 0 or 0.5, learning rate 1.5e-3 or 4e-3; and 2 layers x 128 for 3 minutes (4,600 steps),
 prefix share 0 or 0.5, whose loss stalls near 2.4, about what predicting the copied tokens uniformly costs.
-With ``--weighting none`` (plain mean CE) as well. Even a fixed-offset copy was not learnt in ~2,000 steps
-by ModernBERT or BERT shapes, so the loop itself is under suspicion (docs/training-log.md).
+With ``--weighting none`` (plain mean CE) as well. A minimal masked-LM loop bisected it: the same copy is learnt
+in ~1,000 steps when the sequence is 17-21 tokens and not at all in ~2,000 when 16 more positions follow
+(EOS or random, in the loss or not) — length, not the loop (docs/training-log.md).
 """
 
 from __future__ import annotations
