@@ -20,6 +20,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 import structgen as sg  # noqa: E402
 from structgen.server import playground as pg  # noqa: E402
+from structgen.server.sse import event_frame  # noqa: E402
 from structgen.sampler import StepEvent  # noqa: E402
 
 PERSON = {"kind": "schema", "preset": "schema:person", "prompt": "Maria Lopez, 41, lives in Porto",
@@ -267,7 +268,7 @@ def test_step_payload_follows_forced_commits_and_remasks():
 
 
 def test_sse_frame_format():
-    frame = pg.sse("structgen.draft", {"text": "a\nb", "é": 1})
+    frame = event_frame("structgen.draft", {"text": "a\nb", "é": 1}).decode()  # the server's SSE writer
     assert frame.startswith("event: structgen.draft\ndata: ") and frame.endswith("\n\n")
     assert frame.count("\n") == 3  # the JSON stays on one data line
     assert json.loads(frame.split("data: ", 1)[1]) == {"text": "a\nb", "é": 1}
@@ -301,7 +302,7 @@ def test_a_consumer_that_goes_away_cancels_the_run(generator):
 
     async def consume_one():
         stream = pg.stream_run(req, pg.build_target(req), backend, app)
-        first = await stream.__anext__()
+        first = (await stream.__anext__()).decode()  # frames are bytes (structgen.server.sse)
         await stream.aclose()
         for _ in range(300):  # the loop stays up: only closing the stream may stop the worker
             if backend.lock.acquire(blocking=False):

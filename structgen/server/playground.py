@@ -41,6 +41,7 @@ from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import StructgenError
+from .sse import event_frame
 from .playground_presets import (  # noqa: F401  (re-exported: the presets' names stay importable from here)
     BUILTIN_SCHEMAS,
     EXAMPLES,
@@ -296,11 +297,6 @@ def _in_flight(model):
     return model.generation() if callable(mark) else contextlib.nullcontext()
 
 
-def sse(event: str, data: dict) -> str:
-    """One Server-Sent Event frame."""
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
-
-
 async def stream_run(req: RunRequest, target: Any, backend: Backend, app) -> Any:
     """The SSE stream of one run: the job runs on a worker thread; frames are relayed as they come. When the
     consumer stops (the client disconnected) the job is cancelled."""
@@ -339,7 +335,7 @@ async def stream_run(req: RunRequest, target: Any, backend: Backend, app) -> Any
     threading.Thread(target=work, name="structgen-playground", daemon=True).start()
     try:
         while (item := await queue.get()) is not None:
-            yield sse(*item)
+            yield event_frame(*item)
     finally:
         cancel.set()
 
