@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import ConfigError
+from .evaluate import CANVAS as EVAL_CANVAS
 
 
 @dataclass
@@ -53,7 +54,7 @@ class TrainConfig:
     canvas_multiple: int = 16
     canvas_extra_max: int = 32
     canvas_family_prob: float = 0.3
-    family_canvas: dict[str, int] = field(default_factory=lambda: {"json": 128, "tool": 128, "sql": 128, "alert": 64})
+    family_canvas: dict[str, int] = field(default_factory=lambda: dict(EVAL_CANVAS))  # what eval decodes with
     canvas_fixed_prob: float = 0.1
     canvas_sizes: tuple[int, ...] = (32, 48, 64, 96, 128, 192, 256)
     max_canvas: int = 256
