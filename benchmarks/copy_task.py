@@ -57,13 +57,15 @@ def build_model(args):
     return ModernBertForMaskedLM(cfg)
 
 
-def make_rows(rng: random.Random, n_rows: int, short: bool = False) -> list[tuple[list[int], list[int]]]:
-    """``n_rows`` (prompt, answer) pairs; ``short``: no filler and no EOS tail (the length warm-up)."""
+def make_rows(rng: random.Random, n_rows: int, short: bool = False,
+              scale: float = 1.0) -> list[tuple[list[int], list[int]]]:
+    """``n_rows`` (prompt, answer) pairs; ``short``: no filler and no EOS tail (the length warm-up);
+    ``scale`` in [0, 1] shrinks the filler and the EOS tail (the gradual length curriculum)."""
     rows = []
     for _ in range(n_rows):
         words = [rng.randint(10, V - 1) for _ in range(rng.randint(4, 12))]
-        filler = [] if short else [rng.randint(10, V - 1) for _ in range(rng.randint(0, 20))]
-        tail = [] if short else [EOS] * (CANVAS - len(words))
+        filler = [] if short else [rng.randint(10, V - 1) for _ in range(rng.randint(0, round(20 * scale)))]
+        tail = [] if short else [EOS] * round((CANVAS - len(words)) * scale)
         rows.append((filler + [SEP] + words + [SEP], words + tail))
     return rows
 
@@ -105,6 +107,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--warmup-short", type=int, default=0,
                     help="first steps on short rows (no filler, no EOS tail): the length warm-up")
+    ap.add_argument("--curriculum", type=int, default=0,
+                    help="steps over which the filler and EOS tail grow linearly from nothing to full length")
     ap.add_argument("--weighting", choices=("llada", "none"), default="llada",
                     help="llada: CE weighted by 1/p over the canvas length; none: plain mean CE over masked tokens")
     ap.add_argument("--threads", type=int, default=1)
@@ -118,7 +122,8 @@ def main() -> None:
     noise = torch.Generator().manual_seed(args.seed)
     t0, step, recent = time.time(), 0, []
     while time.time() - t0 < args.minutes * 60:
-        ids, att, canvas = batch(make_rows(rng, args.batch, short=step < args.warmup_short))
+        ids, att, canvas = batch(make_rows(rng, args.batch, short=step < args.warmup_short,
+                                         scale=min(1.0, step / args.curriculum) if args.curriculum else 1.0))
         if args.weighting == "llada":
             loss, _ = llada_loss(model, ids, att, canvas, MASK, generator=noise, prefix_share=args.prefix_share,
                                  eos_id=EOS)

@@ -205,6 +205,8 @@ def train(
     seed: Optional[int] = typer.Option(None, "--seed", help="Seeds the data, the initialisation and the noise."),
     device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda."),
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for torch."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="auto (bfloat16 autocast where the device "
+                                            "has fast bfloat16 matmuls) | bf16 | fp32."),
     examples_per_family: Optional[int] = typer.Option(None, "--examples-per-family", help="Training examples "
                                                       "per task family."),
     as_json: bool = _JSON,
@@ -219,7 +221,7 @@ def train(
 
     try:
         cfg = TrainConfig.preset(preset, minutes=minutes, steps=steps, seed=seed, device=device, threads=threads,
-                                 examples_per_family=examples_per_family)
+                                 precision=precision, examples_per_family=examples_per_family)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")

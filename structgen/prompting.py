@@ -27,7 +27,8 @@ and the canvas continues on the next line. Chat messages get the block (with a o
 :data:`JSON_SYSTEM` / :data:`TOOLS_SYSTEM`, and without the request) in their system message, after its
 content, or in a new system message put first — as ``structgen.sql.spec.sql_prompt`` does.
 
-A tool line is ``name(arg: TYPE = DEFAULT, opt?: TYPE, ...) — description [side effects|destructive]``.
+A tool line is ``name(arg: TYPE = DEFAULT, opt?: TYPE, ...) — description [side effects|destructive]``, in
+a terser notation than a schema: no string patterns or lengths and no array sizes (``string``, ``[email]``).
 """
 
 from __future__ import annotations
@@ -59,8 +60,8 @@ class _Full(Exception):
 class _Writer:
     """Collects the rendering and stops it (``_Full``) once it is longer than ``limit``."""
 
-    def __init__(self, root: Any, limit: int):
-        self.root, self.limit, self.parts, self.n = root, limit, [], 0
+    def __init__(self, root: Any, limit: int, terse: bool = False):
+        self.root, self.limit, self.parts, self.n, self.terse = root, limit, [], 0, terse
         self.refs: list[str] = []
 
     def put(self, s: str) -> None:
@@ -195,6 +196,8 @@ def _render_type(w: _Writer, t: str, s: dict) -> None:
         fmt = s.get("format")
         if fmt in _FORMATS:
             return w.put(fmt)
+        if w.terse:
+            return w.put("string")
         head = f"string ({fmt})" if isinstance(fmt, str) else "string"
         pat = s.get("pattern")
         bits = [head, f"/{pat}/" if isinstance(pat, str) else "", _count(s, "minLength", "maxLength", "chars")]
@@ -226,6 +229,8 @@ def _render_array(w: _Writer, s: dict) -> None:
     else:
         _render(w, s.get("items", True))
     w.put("]")
+    if w.terse:
+        return
     count = _count(s, "minItems", "maxItems", "items")
     if count:
         w.put(" " + count)
@@ -322,8 +327,10 @@ def _one_line(text: str, limit: int = 200) -> str:
 
 def tool_signature(name: str, schema: dict, description: str = "", *, side_effects: bool = False,
                    destructive: bool = False, limit: int = MAX_CHARS) -> str:
-    """One tool line: ``name(arg: TYPE = DEFAULT, ...) — description [side effects|destructive]``."""
-    w = _Writer(schema, limit)
+    """One tool line: ``name(arg: TYPE = DEFAULT, ...) — description [side effects|destructive]``, in the
+    terse notation: strings and arrays without patterns or length limits (the constraint enforces those;
+    in the prompt they cost many tokens and tell the model little)."""
+    w = _Writer(schema, limit, terse=True)
     full = False
     try:
         if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):

@@ -24,13 +24,13 @@ BY_NAME = {t.name: t for t in TOOLS}
 
 EXPECTED_BLOCK = """\
 ### Tools
-get_weather(city: string (1-40 chars), unit: "celsius"|"fahrenheit" = "celsius", days: integer 1-14 = 1) — Current weather and forecast for a city.
-create_event(title: string (<=60 chars), date: date, start_time: string /^([01][0-9]|2[0-3]):[0-5][0-9]$/, duration_minutes: integer 5-480 = 30, attendees: [email] (<=8 items) = []) — Create a calendar event.
-send_email(to: [email] (1-5 items), subject: string (<=80 chars), body: string (<=400 chars)) — Send an email. [side effects]
-search_flights(origin: string /^[A-Z]{3}$/, destination: string /^[A-Z]{3}$/, date: date, passengers: integer 1-9 = 1, cabin: "economy"|"premium_economy"|"business"|"first" = "economy") — Search flights between two airports on a date.
-set_reminder(text: string (<=100 chars), at: date-time) — Set a reminder at a date and time.
-convert_currency(amount: number >0, from_currency: string /^[A-Z]{3}$/, to_currency: string /^[A-Z]{3}$/) — Convert an amount of money from one currency to another.
-delete_file(path: string (<=200 chars)) — Delete a file. [destructive]"""  # noqa: E501
+get_weather(city: string, unit: "celsius"|"fahrenheit" = "celsius", days: integer 1-14 = 1) — Current weather and forecast for a city.
+create_event(title: string, date: date, start_time: string, duration_minutes: integer 5-480 = 30, attendees: [email] = []) — Create a calendar event.
+send_email(to: [email], subject: string, body: string) — Send an email. [side effects]
+search_flights(origin: string, destination: string, date: date, passengers: integer 1-9 = 1, cabin: "economy"|"premium_economy"|"business"|"first" = "economy") — Search flights between two airports on a date.
+set_reminder(text: string, at: date-time) — Set a reminder at a date and time.
+convert_currency(amount: number >0, from_currency: string, to_currency: string) — Convert an amount of money from one currency to another.
+delete_file(path: string) — Delete a file. [destructive]"""  # noqa: E501
 
 
 # -- the example tools ----------------------------------------------------------------------------------

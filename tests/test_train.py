@@ -13,8 +13,9 @@ import torch
 
 import structgen as sg
 from structgen.errors import ConfigError, StructgenError
-from structgen.train.batches import PromptEncoder, assemble, encode_examples, epoch_batches
-from structgen.train.config import TrainConfig, count_parameters, model_config
+from structgen.train.batches import (PromptEncoder, assemble, batch_stream, curriculum_cap, encode_examples,
+                                     epoch_batches)
+from structgen.train.config import TrainConfig, count_parameters, model_config, use_bf16
 from structgen.train.data.base import Example
 from structgen.train.objective import add_noise, diffusion_loss, llada_loss, masked_logits
 from structgen.train.tokenizer import ROUND_TRIP_SAMPLES, build_tokenizer, check_round_trip, encode_target
@@ -213,6 +214,54 @@ def test_bucketing_is_seeded_and_covers_every_row(tok):
     capped = TrainConfig.tiny(batch_size=8, max_batch_tokens=300)
     for x in epoch_batches(rows, capped, random.Random(5), tok.pad_token_id, tok.eos_token_id):
         assert x.input_ids.numel() <= 300 or x.input_ids.shape[0] == 1
+
+
+def test_competence_grows_from_the_start_share_to_everything():
+    cfg = TrainConfig.small(curriculum=0.4, curriculum_start=0.05)
+    cs = [cfg.competence(p / 100) for p in range(101)]
+    assert cs[0] == pytest.approx(0.05) and all(a <= b for a, b in zip(cs, cs[1:]))
+    assert cs[39] < 1.0 and cs[40] == cs[100] == 1.0
+    assert TrainConfig.small(curriculum=0.0).competence(0.0) == 1.0
+    with pytest.raises(ConfigError, match="curriculum"):
+        TrainConfig.small(curriculum_start=0.0)
+
+
+def test_curriculum_draws_short_rows_with_short_tails_first_then_every_row(tok):
+    cfg = TrainConfig.tiny(batch_size=2, bucket_batches=2, canvas_extra_max=32, canvas_family_prob=0.0)
+    rows, _ = encode_examples(person_examples(40), tok, cfg)
+    by_len = sorted(len(r.prompt_ids) + len(r.target_ids) for r in rows)
+    clock = {"c": 0.1}
+    stream = batch_stream(rows, cfg, 3, tok.pad_token_id, tok.eos_token_id, competence=lambda: clock["c"])
+    for _ in range(20):
+        _, b = next(stream)
+        for i in range(b.input_ids.shape[0]):
+            n_prompt = int(b.canvas[i].long().argmax())
+            target = int(((b.input_ids[i] != tok.eos_token_id) & b.canvas[i]).sum())
+            assert n_prompt + target <= by_len[3]  # the shortest 4 rows (the pool is at least one window)
+            row = next(r for r in rows if len(r.prompt_ids) == n_prompt and len(r.target_ids) == target)
+            assert int(b.canvas[i].sum()) <= curriculum_cap(row, 0.1)
+    clock["c"] = 1.0
+    seen = set()
+    for _ in range(60):
+        _, b = next(stream)
+        seen |= {tuple(x[m].tolist()) for x, m in zip(b.input_ids, b.canvas)}
+    targets = {r.target_ids for r in rows}
+    got = {tuple(t for t in s if t != tok.eos_token_id) for s in seen}
+    assert targets <= got  # at full competence the stream goes over every row
+
+
+def test_bf16_autocast_choice_and_training_keeps_fp32_weights(tmp_path):
+    cpu = torch.device("cpu")
+    assert use_bf16(TrainConfig.tiny(precision="bf16"), cpu) and not use_bf16(TrainConfig.tiny(), cpu)
+    assert use_bf16(TrainConfig.small(), cpu) == bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    with pytest.raises(ConfigError, match="precision"):
+        TrainConfig.tiny(precision="fp8")
+    data = TrainData(person_examples(16), person_examples(2, 1))
+    report = train(TrainConfig.tiny(precision="bf16", steps=4), tmp_path / "m", progress=False, data=data)
+    assert report.steps == 4 and math.isfinite(report.heldout_loss)
+    assert all(t.dtype == torch.float32 for t in _weights(tmp_path / "m").values())
+    recipe = json.loads((tmp_path / "m" / "structgen_recipe.json").read_text())
+    assert recipe["provenance"]["autocast"] == "bfloat16"
 
 
 # --------------------------------------------------------------------------------------------- tokenizer

@@ -12,14 +12,19 @@ length inside a window, cut into batches of at most ``batch_size`` rows and ``ma
 (rows x longest row: activation memory grows with it, and attention's with the square of the length), and
 the batches shuffled, so padding stays small while the order stays random. Everything is drawn from a
 seeded ``random.Random``: the same seed gives the same batches.
+
+**Length curriculum** (``batch_stream(competence=...)``): early in a run the rows come from the shortest
+share of the data only, with short EOS tails, and that share grows to everything (see
+``TrainConfig.competence`` for why).
 """
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import torch
 
@@ -96,13 +101,17 @@ def assemble(rows: Sequence[Row], canvases: Sequence[int], pad_id: int, eos_id: 
     return Batch(ids, att, canvas, tuple(r.family for r in rows))
 
 
-def epoch_batches(rows: Sequence[Row], cfg, rng: random.Random, pad_id: int, eos_id: int) -> list[Batch]:
-    """One epoch of bucketed batches (canvases drawn for this epoch)."""
+def epoch_batches(rows: Sequence[Row], cfg, rng: random.Random, pad_id: int, eos_id: int,
+                  order: list[int] | None = None, competence: float = 1.0) -> list[Batch]:
+    """One epoch of bucketed batches (canvases drawn for this epoch); ``order`` (default: every row,
+    shuffled) picks the rows, and a ``competence`` below 1 shortens the canvases (``curriculum_cap``)."""
     if not rows:
         raise ConfigError("no training rows: every example was dropped or none were given")
-    order = list(range(len(rows)))
-    rng.shuffle(order)
-    canv = {i: cfg.canvas_length(len(rows[i].target_ids), rng, rows[i].cap, rows[i].family) for i in order}
+    if order is None:
+        order = list(range(len(rows)))
+        rng.shuffle(order)
+    canv = {i: cfg.canvas_length(len(rows[i].target_ids), rng, curriculum_cap(rows[i], competence),
+                                 rows[i].family) for i in order}
     window = cfg.batch_size * cfg.bucket_batches
     groups: list[list[int]] = []
     for w in range(0, len(order), window):
@@ -119,10 +128,35 @@ def epoch_batches(rows: Sequence[Row], cfg, rng: random.Random, pad_id: int, eos
     return [assemble([rows[i] for i in g], [canv[i] for i in g], pad_id, eos_id) for g in groups]
 
 
-def batch_stream(rows: Sequence[Row], cfg, seed: int, pad_id: int, eos_id: int) -> Iterator[tuple[int, Batch]]:
-    """``(epoch, batch)`` forever, epoch after epoch, deterministic in ``seed``."""
+def curriculum_cap(row: Row, competence: float) -> int:
+    """The longest canvas ``row`` may get at ``competence``: its target plus that share of the room left."""
+    if competence >= 1.0:
+        return row.cap
+    return len(row.target_ids) + int(max(0.0, competence) * (row.cap - len(row.target_ids)))
+
+
+def batch_stream(rows: Sequence[Row], cfg, seed: int, pad_id: int, eos_id: int,
+                 competence: Callable[[], float] | None = None) -> Iterator[tuple[int, Batch]]:
+    """``(epoch, batch)`` forever, deterministic in ``seed``.
+
+    While ``competence()`` (the length curriculum, ``TrainConfig.competence``) is below 1, each window of
+    ``bucket_batches`` batches is drawn from the shortest ``competence`` share of the rows (prompt plus
+    target) with canvases cut by ``curriculum_cap``; from then on the stream goes epoch after epoch over
+    every row. The epoch number counts the rows drawn so far, divided by the number of rows.
+    """
     rng = random.Random(seed)
     epoch = 0
+    if competence is not None:
+        by_length = sorted(range(len(rows)), key=lambda i: (len(rows[i].prompt_ids) + len(rows[i].target_ids), i))
+        window = cfg.batch_size * cfg.bucket_batches
+        drawn = 0
+        while (c := competence()) < 1.0:
+            pool = by_length[: max(min(window, len(rows)), math.ceil(c * len(rows)))]
+            for b in epoch_batches(rows, cfg, rng, pad_id, eos_id, order=rng.sample(pool, min(window, len(pool))),
+                                   competence=c):
+                drawn += b.input_ids.shape[0]
+                yield drawn // len(rows), b
+        epoch = drawn // len(rows)
     while True:
         for b in epoch_batches(rows, cfg, rng, pad_id, eos_id):
             yield epoch, b

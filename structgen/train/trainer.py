@@ -2,7 +2,8 @@
 
 The run: seed everything (``random``, numpy, torch; data drawn from ``cfg.seed``); build the training
 mixture and the held-out split (templates never seen in training); train the byte-level BPE; encode rows
-(``batches.py``); initialise a ModernBERT (``config.model_config``); AdamW (weight decay on matrices only),
+(``batches.py``); initialise a ModernBERT (``config.model_config``); matmuls autocast to bfloat16 where the device has fast
+bfloat16 kernels (``config.use_bf16``; weights and optimiser stay fp32); AdamW (weight decay on matrices only),
 warmup + cosine (``TrainConfig.lr_at``), gradient clipping, LLaDA's loss (``objective.py``). Every
 ``eval_every`` steps the held-out loss is measured with fixed noise, so values along the curve compare.
 
@@ -40,7 +41,7 @@ from ..errors import ConfigError, StructgenError
 from ..models.default import RECIPE_FILE
 from ..models.hf_mlm import quiet_loading
 from .batches import Batch, batch_stream, encode_examples, fixed_batches
-from .config import TrainConfig, count_parameters, model_config
+from .config import TrainConfig, count_parameters, model_config, use_bf16
 from .objective import llada_loss
 from .tokenizer import build_tokenizer
 
@@ -251,8 +252,11 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         torch.manual_seed(cfg.seed)
         model = ModernBertForMaskedLM(model_config(tok, cfg)).to(device).train()
         opt = _optimizer(model, cfg)
+        bf16 = use_bf16(cfg, device)
         noise = torch.Generator().manual_seed(cfg.seed + 1)
-        stream = batch_stream(rows, cfg, cfg.seed + 2, pad_id, eos_id)
+        clock = {"progress": 0.0}  # the run's progress, read by the length curriculum
+        stream = batch_stream(rows, cfg, cfg.seed + 2, pad_id, eos_id,
+                              competence=(lambda: cfg.competence(clock["progress"])) if cfg.curriculum else None)
 
         curve: list[dict[str, float]] = []
         recent: list[float] = []
@@ -273,6 +277,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                         stopped_by = "time"
                         break
                     frac = max(step / cfg.steps, elapsed / budget)
+                    clock["progress"] = frac
                     if step == cfg.warmup_steps:
                         warm = frac
                     lr = cfg.lr_at(step, frac, warm)
@@ -280,9 +285,10 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                         g["lr"] = lr
                     _, batch = next(stream)
                     batch = batch.to(device)
-                    loss, _ = llada_loss(model, batch.input_ids, batch.attention_mask, batch.canvas, mask_id,
-                                         eps=cfg.eps, generator=noise, prefix_share=cfg.prefix_share,
-                                         eos_id=eos_id)
+                    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+                        loss, _ = llada_loss(model, batch.input_ids, batch.attention_mask, batch.canvas, mask_id,
+                                             eps=cfg.eps, generator=noise, prefix_share=cfg.prefix_share,
+                                             eos_id=eos_id)
                     if not bool(torch.isfinite(loss)):  # keep the last finite weights and save them
                         stopped_by = "diverged"
                         break
@@ -327,7 +333,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                      "n_heldout": len(held_rows), "dropped": all_dropped, "digest": data_digest(data.train),
                      "families": dict(Counter(r.family for r in rows)), **lengths},
             "tokenizer": {"kind": "train_bpe(corpus_texts)", "vocab_size": len(tok)},
-            "provenance": _provenance(cfg, device),
+            "provenance": {**_provenance(cfg, device), "autocast": "bfloat16" if bf16 else None},
             "training": {"steps": step, "epochs": rows_seen / len(rows), "stopped_by": stopped_by,
                          "prep_seconds": round(t_loop - t_start, 1), "train_seconds": round(train_seconds, 1),
                          "eval_seconds": round(eval_seconds, 1),
