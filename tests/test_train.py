@@ -428,8 +428,9 @@ def test_cli_train_tiny(tmp_path):
 
     out = tmp_path / "model"
     res = CliRunner().invoke(app, ["train", "--preset", "tiny", "--steps", "3", "--out", str(out), "--json",
-                                   "--examples-per-family", "6", "--seed", "2"])
+                                   "--examples-per-family", "6", "--seed", "2", "--precision", "fp32"])
     assert res.exit_code == 0, res.output
+    assert "step 3 at " in res.stderr  # not a terminal: one plain log line per held-out evaluation
     report = json.loads(res.stdout[res.stdout.index("{"):])
     assert report["steps"] == 3 and report["n_train"] + sum(report["dropped"].values()) == 24
     assert report["n_train"] >= 20

@@ -24,7 +24,8 @@ tails); the share grows as a square root to every row at full length.
 **Schedule.** Linear warmup for ``warmup_steps``, then cosine from ``lr`` to ``lr * min_lr_ratio``. The
 schedule follows ``progress = max(step / steps, elapsed / budget)``, so with a time budget (``minutes``)
 the learning rate reaches its floor when the budget ends. A run bounded by ``steps`` alone is exactly
-reproducible from its seed; with a time budget the number of steps (hence the weights) depends on speed.
+reproducible from its seed; with a time budget the number of steps and the
+curriculum's pace (hence the weights) depend on speed.
 """
 
 from __future__ import annotations

@@ -309,6 +309,8 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                         eval_seconds += time.perf_counter() - t_eval
                         curve.append(_point(step, t_start, since_eval, held_loss, lr))
                         since_eval = []
+                        if progress and not bar.console.is_terminal:  # a log file gets one line per evaluation
+                            bar.console.print(_log_line(curve[-1], held_fam), highlight=False, soft_wrap=True)
                     rate = tokens / max(1e-9, time.perf_counter() - t_loop - eval_seconds)
                     bar.update(task, completed=1000 * max(step / cfg.steps, (time.perf_counter() - t_start) / budget),
                                info=f"step {step} loss {np.mean(recent):.3f} held-out "
@@ -321,6 +323,8 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         if since_eval or not curve:
             held_loss, held_fam = heldout_loss(model, held, mask_id, cfg, device)
             curve.append(_point(step, t_start, since_eval, held_loss, lr))
+            if progress and not bar.console.is_terminal:
+                bar.console.print(_log_line(curve[-1], held_fam), highlight=False, soft_wrap=True)
         all_dropped = dict(dropped + Counter({f"held-out {k}": v for k, v in held_dropped.items()}))
         params = count_parameters(model)
         lengths = {"mean_prompt_tokens": float(np.mean([len(r.prompt_ids) for r in rows])),
@@ -362,6 +366,13 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, n_train=len(rows),
         n_heldout=len(held_rows), dropped=all_dropped, curve=curve, **lengths,
     )
+
+
+def _log_line(point: dict[str, Any], by_family: dict[str, float]) -> str:
+    fam = " ".join(f"{k} {v:.3f}" for k, v in sorted(by_family.items()))
+    train_loss = "-" if point["train_loss"] is None else f"{point['train_loss']:.4f}"
+    return (f"step {point['step']} at {point['seconds']:.0f}s: train loss {train_loss}, held-out "
+            f"{point['heldout_loss'] if point['heldout_loss'] is not None else '-'} ({fam}), lr {point['lr']:.2e}")
 
 
 def _point(step: int, t_start: float, losses: list[float], held: float, lr: float) -> dict[str, Any]:
