@@ -209,6 +209,10 @@ def train(
                                             "has fast bfloat16 matmuls) | bf16 | fp32."),
     examples_per_family: Optional[int] = typer.Option(None, "--examples-per-family", help="Training examples "
                                                       "per task family."),
+    data: Optional[Path] = typer.Option(None, "--data", help="Train on your own examples instead: a .jsonl file, "
+                                        "one {prompt, target, schema|tool|regex} per line (docs/training.md)."),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="The tools that 'tool' lines of --data call "
+                                         "(a .py file with TOOLS or a .json list)."),
     as_json: bool = _JSON,
 ) -> None:
     """Train a small masked-diffusion model from scratch on the generated task data (LLaDA's objective) and
@@ -225,7 +229,18 @@ def train(
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")
-        report = run_training(cfg, out_dir, progress=True)
+        own = None
+        if data is not None:
+            from structgen.train.data.from_file import load_file
+            from structgen.train.trainer import TrainData
+
+            train_rows, heldout_rows = load_file(data, tools)
+            own = TrainData(train=train_rows, heldout=heldout_rows)
+            err.print(f"[dim]data: {len(train_rows)} training and {len(heldout_rows)} held-out examples from "
+                      f"{data}[/]")
+        elif tools is not None:
+            raise sg.ConfigError("--tools names the tools of --data's 'tool' lines; pass --data too")
+        report = run_training(cfg, out_dir, progress=True, data=own)
     except sg.StructgenError as e:
         err.print(f"[red]error:[/] {e}")
         raise typer.Exit(2)
