@@ -2,9 +2,10 @@
 
 The run: seed everything (``random``, numpy, torch; data drawn from ``cfg.seed``); build the training
 mixture and the held-out split (templates never seen in training); train the byte-level BPE; encode rows
-(``batches.py``); initialise a ModernBERT (``config.model_config``); matmuls autocast to bfloat16 where the device has fast
-bfloat16 kernels (``config.use_bf16``; weights and optimiser stay fp32); AdamW (weight decay on matrices only),
-warmup + cosine (``TrainConfig.lr_at``), gradient clipping, LLaDA's loss (``objective.py``). Every
+(``batches.py``); initialise a ModernBERT (``config.model_config``); matmuls autocast to bfloat16 where
+the device has fast bfloat16 kernels (``config.use_bf16``; weights and optimiser stay fp32); AdamW
+(weight decay on matrices only), warmup + cosine (``TrainConfig.lr_at``), gradient clipping, LLaDA's loss
+(``objective.py``); for the first part of the run a length curriculum (``TrainConfig.competence``). Every
 ``eval_every`` steps the held-out loss is measured with fixed noise, so values along the curve compare.
 
 The run stops at ``cfg.steps``, when ``cfg.minutes`` (counted from the call, data and tokenizer included)
@@ -336,7 +337,8 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
             "data": {"seed": cfg.seed, "examples_per_family": cfg.examples_per_family, "n_train": len(rows),
                      "n_heldout": len(held_rows), "dropped": all_dropped, "digest": data_digest(data.train),
                      "families": dict(Counter(r.family for r in rows)), **lengths},
-            "tokenizer": {"kind": "train_bpe(corpus_texts)", "vocab_size": len(tok)},
+            "tokenizer": {"kind": "train_bpe(corpus_texts)" if data.corpus is not None else "train_bpe(examples)",
+                          "vocab_size": len(tok)},
             "provenance": {**_provenance(cfg, device), "autocast": "bfloat16" if bf16 else None},
             "training": {"steps": step, "epochs": rows_seen / len(rows), "stopped_by": stopped_by,
                          "prep_seconds": round(t_loop - t_start, 1), "train_seconds": round(train_seconds, 1),
