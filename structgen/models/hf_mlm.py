@@ -9,6 +9,8 @@ weights are read.
 Defaults: the device is CUDA when available, else the CPU; the dtype is float32 on the CPU and the
 checkpoint's own dtype on an accelerator. Attention uses the model's default implementation (SDPA for
 ModernBERT); a config that asks for flash-attention falls back to SDPA when flash-attn is not installed.
+A directory whose ``config.json`` names ``ModernBertWithCopyHead`` (``structgen train``'s pointer-head
+model, ``copy_head.py``) loads with that class.
 """
 
 from __future__ import annotations
@@ -55,6 +57,20 @@ def quiet_loading() -> Iterator[None]:
     finally:
         if was_enabled:
             hf_logging.enable_progress_bar()
+
+
+def _model_class(p: Path, default):
+    """The class that loads the model in ``p``: structgen's copy-head ModernBERT when ``config.json`` names it
+    (``transformers`` does not know it), else ``default`` (``AutoModelForMaskedLM``)."""
+    import json
+
+    try:
+        archs = json.loads((p / "config.json").read_text()).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return default
+    from .copy_head import ARCHITECTURE, ModernBertWithCopyHead
+
+    return ModernBertWithCopyHead if ARCHITECTURE in archs else default
 
 
 def check_model_dir(path: str | os.PathLike) -> Path:
@@ -150,7 +166,7 @@ class HFMaskedLM(DiffusionModel):
                 "with tokenizer.add_special_tokens({'mask_token': '<|mask|>'}), resize the model's embeddings, "
                 "and save both"
             )
-        model = cls._load_model(AutoModelForMaskedLM, p, torch_dtype)
+        model = cls._load_model(_model_class(p, AutoModelForMaskedLM), p, torch_dtype)
         model.to(dev)
         return cls(model, tokenizer, name=p.name or str(p))
 

@@ -51,6 +51,7 @@ class TrainConfig:
     num_heads: int = 4  # head dim 64: the CPU flash-attention kernels run ~30% faster than with 8 heads of 32
     intermediate_size: int = 768
     max_positions: int = 1024
+    copy_head: bool = True  # a pointer head over the visible tokens (structgen.models.copy_head)
     # tokenizer: byte-level BPE trained on ``corpus_texts(tokenizer_corpus, seed)``
     vocab_size: int = 4096
     pretokenizer: str = "words"  # structgen.tokenizers.PRETOKENIZERS: "words" keeps a word one token everywhere
@@ -103,7 +104,7 @@ class TrainConfig:
                     vocab_size=600, tokenizer_corpus=400, examples_per_family=24, heldout_per_family=4,
                     canvas_sizes=(32, 64, 128), max_canvas=128, batch_size=8, max_batch_tokens=8192, lr=3e-3,
                     warmup_steps=5, steps=30, minutes=None, threads=1, eval_every=10, bucket_batches=4,
-                    curriculum=0.0, precision="fp32")
+                    curriculum=0.0, precision="fp32", copy_head=False)
         return cls(**{**base, **overrides}).validated()
 
     PRESETS: ClassVar[tuple[str, ...]] = ("small", "tiny")
@@ -247,7 +248,18 @@ def model_config(tokenizer, cfg: TrainConfig):
         layer_types=["full_attention"] * n, pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id, sep_token_id=tokenizer.eos_token_id, bos_token_id=None,
         cls_token_id=None, attn_implementation="sdpa",
+        **({"copy_head_mask_id": tokenizer.mask_token_id} if cfg.copy_head else {}),
     )
+
+
+def build_model(tokenizer, cfg: TrainConfig):
+    """A freshly initialised model for ``cfg``: ``ModernBertWithCopyHead`` when ``cfg.copy_head``, else
+    ``ModernBertForMaskedLM``."""
+    if cfg.copy_head:
+        from ..models.copy_head import ModernBertWithCopyHead as cls
+    else:
+        from transformers import ModernBertForMaskedLM as cls
+    return cls(model_config(tokenizer, cfg))
 
 
 def count_parameters(model) -> int:
@@ -260,4 +272,4 @@ def count_parameters(model) -> int:
     return total
 
 
-__all__ = ["TrainConfig", "model_config", "count_parameters", "use_bf16"]
+__all__ = ["TrainConfig", "model_config", "build_model", "count_parameters", "use_bf16"]

@@ -83,8 +83,11 @@ def masked_logits(model, ids: torch.Tensor, attention_mask: torch.Tensor | None,
     """Logits ``[N, V]`` at the ``N`` masked positions (row-major order) of a Hugging Face masked LM.
 
     For ModernBERT (and any model with ``model`` / ``head`` / ``decoder`` parts) only the masked positions
-    go through the prediction head and the vocabulary projection; other models compute all logits first.
+    go through the prediction head and the vocabulary projection; the copy-head model returns the log of its
+    mixed distribution there (``masked_log_probs``); other models compute all logits first.
     """
+    if hasattr(model, "masked_log_probs"):  # the copy-head model: log-probabilities of its mixture
+        return model.masked_log_probs(ids, attention_mask, masked)
     if all(hasattr(model, a) for a in ("model", "head", "decoder")):
         hidden = model.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
         return model.decoder(model.head(hidden[masked]))

@@ -2,7 +2,7 @@
 
 The run: seed everything (``random``, numpy, torch; data drawn from ``cfg.seed``); build the training
 mixture and the held-out split (templates never seen in training); train the byte-level BPE; encode rows
-(``batches.py``); initialise a ModernBERT (``config.model_config``); matmuls autocast to bfloat16 where
+(``batches.py``); initialise a ModernBERT, with a copy head by default (``config.build_model``); matmuls autocast to bfloat16 where
 the device has fast bfloat16 kernels (``config.use_bf16``; weights and optimiser stay fp32); AdamW
 (weight decay on matrices only), warmup + cosine (``TrainConfig.lr_at``), gradient clipping, LLaDA's loss
 (``objective.py``); for the first part of the run a length curriculum (``TrainConfig.competence``). Every
@@ -42,7 +42,7 @@ from ..errors import ConfigError, StructgenError
 from ..models.default import RECIPE_FILE
 from ..models.hf_mlm import quiet_loading
 from .batches import Batch, batch_stream, encode_examples, fixed_batches
-from .config import TrainConfig, count_parameters, model_config, use_bf16
+from .config import TrainConfig, build_model, count_parameters, use_bf16
 from .objective import llada_loss
 from .tokenizer import build_tokenizer
 
@@ -248,10 +248,8 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         pad_id, eos_id, mask_id = tok.pad_token_id, tok.eos_token_id, tok.mask_token_id
         held = fixed_batches(held_rows, cfg, cfg.seed + EVAL_NOISE_SEED, pad_id, eos_id)
 
-        from transformers import ModernBertForMaskedLM
-
         torch.manual_seed(cfg.seed)
-        model = ModernBertForMaskedLM(model_config(tok, cfg)).to(device).train()
+        model = build_model(tok, cfg).to(device).train()
         opt = _optimizer(model, cfg)
         bf16 = use_bf16(cfg, device)
         noise = torch.Generator().manual_seed(cfg.seed + 1)

@@ -1,0 +1,106 @@
+"""``ModernBertWithCopyHead``: a ModernBERT masked LM whose predictions can point at visible tokens.
+
+A small model trained for an hour on a CPU learns the *form* of a tool call and which tool a request asks
+for, but not to copy the request's values into the arguments (docs/training-log.md, runs 1-3): carrying a
+token's identity from the prompt to an output position through the residual stream is a circuit it does
+not find in that budget. This model adds a pointer (copy) head, as in pointer-generator networks and
+CopyNet: at each predicted position ``i``
+
+    p(v) = g_i * softmax(W h_i)[v]  +  (1 - g_i) * sum_j a_ij [x_j = v]
+
+where ``a_i = softmax_j(q_i . k_j / 8)`` attends over the *visible* tokens ``x_j`` (not masks, not padding,
+not ``i`` itself: prompt and committed canvas tokens alike) with ``q = W_q h``, ``k = W_k h`` (64
+dimensions), and ``g_i = sigmoid(w_g . h_i)`` gates generating against copying. The model's ``logits`` are
+``log p``: every sampler, constraint and loss that takes logits works unchanged (softmax of ``log p`` is
+``p``). Saved as a normal Hugging Face directory whose ``config.architectures`` names this class and whose
+config holds ``copy_head_mask_id``; ``structgen.models.hf_mlm`` loads it with this class.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from transformers import ModernBertForMaskedLM
+from transformers.modeling_outputs import MaskedLMOutput
+
+ARCHITECTURE = "ModernBertWithCopyHead"
+COPY_DIM = 64
+_NEG = -1e9
+
+
+class ModernBertWithCopyHead(ModernBertForMaskedLM):
+    """``ModernBertForMaskedLM`` plus a pointer head (see the module docstring)."""
+
+    def __init__(self, config):
+        super().__init__(config)
+        d = config.hidden_size
+        self.copy_q = nn.Linear(d, COPY_DIM, bias=False)
+        self.copy_k = nn.Linear(d, COPY_DIM, bias=False)
+        self.copy_gate = nn.Linear(d, 1)
+        for lin in (self.copy_q, self.copy_k, self.copy_gate):
+            nn.init.normal_(lin.weight, std=0.02)
+        nn.init.zeros_(self.copy_gate.bias)
+        config.architectures = [ARCHITECTURE]
+
+    @property
+    def copy_mask_id(self) -> int:
+        mask_id = getattr(self.config, "copy_head_mask_id", None)
+        if mask_id is None:
+            raise ValueError("the config has no copy_head_mask_id: set config.copy_head_mask_id to the tokenizer's "
+                             "mask token id")
+        return int(mask_id)
+
+    def mixed_log_probs(self, hidden: torch.Tensor, ids: torch.Tensor, sources: torch.Tensor,
+                        rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+        """``log p`` ``[N, V]`` at positions ``(rows, cols)`` from the last hidden states ``[B, L, d]``;
+        ``sources`` ``[B, L]`` marks the tokens a position may copy from."""
+        q = self.copy_q(hidden)
+        k = self.copy_k(hidden)
+        scores = torch.matmul(q, k.transpose(1, 2)).float() / COPY_DIM ** 0.5  # [B, L, L]
+        n = torch.arange(rows.numel(), device=hidden.device)
+        src = sources[rows]  # [N, L]: what each position may copy from ...
+        src[n, cols] = False  # ... never itself
+        scores = scores[rows, cols].masked_fill(~src, _NEG)
+        attn = torch.softmax(scores, dim=-1) * src  # exact zeros off the sources
+        p_copy = torch.zeros(rows.numel(), self.config.vocab_size, dtype=attn.dtype, device=attn.device)
+        p_copy.scatter_add_(1, ids[rows], attn)
+        h = hidden[rows, cols]
+        gen_logp = F.log_softmax(self.decoder(self.head(h)).float(), dim=-1)
+        gate = self.copy_gate(h).float()
+        has_src = src.any(dim=-1, keepdim=True)  # nothing to copy: the generator alone
+        log_g = torch.where(has_src, F.logsigmoid(gate), torch.zeros_like(gate))
+        log_not_g = torch.where(has_src, F.logsigmoid(-gate), torch.full_like(gate, _NEG))
+        return torch.logaddexp(log_g + gen_logp, log_not_g + torch.log(p_copy + 1e-9))
+
+    def masked_log_probs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None,
+                         masked: torch.Tensor) -> torch.Tensor:
+        """``log p`` ``[N, V]`` at the ``masked`` positions only (training: row-major order)."""
+        hidden = self.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
+        rows, cols = torch.nonzero(masked, as_tuple=True)
+        return self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask) & ~masked, rows, cols)
+
+    def _sources(self, ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        visible = ids != self.copy_mask_id
+        return visible if attention_mask is None else visible & (attention_mask > 0)
+
+    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
+                labels: torch.Tensor | None = None, **kwargs) -> MaskedLMOutput:
+        hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+        B, L = input_ids.shape
+        rows = torch.arange(B, device=input_ids.device).repeat_interleave(L)
+        cols = torch.arange(L, device=input_ids.device).repeat(B)
+        logp = self.mixed_log_probs(hidden, input_ids, self._sources(input_ids, attention_mask), rows, cols)
+        logits = logp.view(B, L, -1)
+        loss = None
+        if labels is not None:
+            loss = F.nll_loss(logits.view(B * L, -1), labels.view(-1), ignore_index=-100)
+        return MaskedLMOutput(loss=loss, logits=logits)
+
+
+def is_copy_head_config(config) -> bool:
+    """Whether a saved config is this class's (``architectures`` names it)."""
+    return ARCHITECTURE in (getattr(config, "architectures", None) or [])
+
+
+__all__ = ["ModernBertWithCopyHead", "ARCHITECTURE", "is_copy_head_config"]

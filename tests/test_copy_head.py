@@ -1,0 +1,109 @@
+"""The copy-head ModernBERT: a proper distribution, copying from visible tokens, training, saving, loading."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import structgen as sg
+from structgen.models.copy_head import ARCHITECTURE, ModernBertWithCopyHead
+from structgen.train.config import TrainConfig, build_model
+from structgen.train.objective import llada_loss, masked_logits
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+MASK = 4
+
+
+def _model(seed: int = 0) -> ModernBertWithCopyHead:
+    from transformers import ModernBertConfig
+
+    torch.manual_seed(seed)
+    cfg = ModernBertConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=2, layer_types=["full_attention"] * 2, pad_token_id=0,
+                           eos_token_id=1, sep_token_id=1, bos_token_id=None, cls_token_id=None,
+                           attn_implementation="sdpa", copy_head_mask_id=MASK)
+    return ModernBertWithCopyHead(cfg).eval()
+
+
+def _ids():
+    ids = torch.tensor([[10, 11, 12, 13, MASK, MASK, MASK], [20, 21, MASK, MASK, MASK, 0, 0]])
+    att = torch.tensor([[1] * 7, [1] * 5 + [0, 0]])
+    return ids, att
+
+
+def test_logits_are_the_log_of_a_distribution_everywhere():
+    m = _model()
+    ids, att = _ids()
+    p = m(input_ids=ids, attention_mask=att).logits.exp()
+    assert p.shape == (2, 7, 50) and torch.allclose(p.sum(-1), torch.ones(2, 7), atol=1e-4)
+    all_masked = m(input_ids=torch.full((1, 5), MASK)).logits.exp()  # nothing to copy: the generator alone
+    assert torch.allclose(all_masked.sum(-1), torch.ones(1, 5), atol=1e-4)
+
+
+def test_copying_puts_mass_on_visible_tokens_only():
+    m = _model()
+    with torch.no_grad():
+        m.copy_gate.bias.fill_(-30.0)  # always copy
+    ids, att = _ids()
+    with torch.no_grad():
+        p = m(input_ids=ids, attention_mask=att).logits.exp()
+    assert p[0, 5, [10, 11, 12, 13]].sum() == pytest.approx(1.0, abs=1e-4)  # row 0's visible tokens
+    assert p[1, 3, [20, 21]].sum() == pytest.approx(1.0, abs=1e-4)  # not padding, not masks, not row 0
+    assert p[0, 1, 11] < 1e-6  # a visible position never copies itself
+    with torch.no_grad():
+        lone = m(input_ids=torch.tensor([[7, MASK, MASK]])).logits.exp()  # one visible token: copy it, or itself
+    assert lone[0, 1, 7] == pytest.approx(1.0, abs=1e-4) and torch.allclose(lone.sum(-1), torch.ones(1, 3), atol=1e-4)
+
+
+def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer():
+    m = _model().train()
+    ids, att = _ids()
+    masked = ids == MASK
+    sparse = masked_logits(m, ids, att, masked)
+    full = m(input_ids=ids, attention_mask=att).logits[masked]
+    assert torch.allclose(sparse, full, atol=1e-5)
+    target = torch.tensor([10, 11, 12, 20, 21, 20])  # tokens that are visible in their rows
+    torch.nn.functional.cross_entropy(sparse, target).backward()
+    assert m.copy_q.weight.grad.abs().sum() > 0 and m.copy_gate.weight.grad.abs().sum() > 0
+
+
+def test_a_model_with_a_copy_head_learns_to_copy_unseen_tokens():
+    """Copy a token across a separator: the pointer copies token ids never seen in training, which a
+    vocabulary head cannot (it never learnt to output them)."""
+    m = _model(1).train()
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        w = torch.randint(10, 40, (16, 1), generator=gen)  # training tokens: 10..39
+        ids = torch.cat([torch.full((16, 1), 3), w, torch.full((16, 1), 2), w, torch.ones(16, 2, dtype=torch.long)], 1)
+        canvas = torch.zeros_like(ids, dtype=torch.bool)
+        canvas[:, 3:] = True
+        loss, _ = llada_loss(m, ids, torch.ones_like(ids), canvas, MASK, generator=gen)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    m.eval()
+    w = torch.arange(40, 50)[:, None]  # never seen in training
+    ids = torch.cat([torch.full((10, 1), 3), w, torch.full((10, 1), 2), torch.full((10, 3), MASK)], 1)
+    with torch.no_grad():
+        pred = m(input_ids=ids).logits[:, 3].argmax(-1)
+    assert (pred == w[:, 0]).float().mean() >= 0.9
+
+
+def test_trained_and_saved_it_loads_through_load_model(tmp_path):
+    from test_train import TrainData, person_examples, train
+
+    data = TrainData(person_examples(16), person_examples(2, 1))
+    report = train(TrainConfig.tiny(copy_head=True, steps=4), tmp_path / "m", progress=False, data=data)
+    assert report.steps == 4
+    model = sg.load_model(tmp_path / "m", device="cpu")
+    assert isinstance(model.model, ModernBertWithCopyHead)
+    assert model.model.config.architectures == [ARCHITECTURE]
+    assert model.model.config.copy_head_mask_id == model.mask_id
+    r = sg.Generator(model).generate("Maria Lopez, 41", sg.JsonSchema({"type": "object", "properties": {
+        "name": {"type": "string"}}, "required": ["name"]}), max_tokens=16)
+    assert r.valid
+    fresh = build_model(model.tokenizer, TrainConfig.tiny(copy_head=True))
+    assert isinstance(fresh, ModernBertWithCopyHead)
+    assert not isinstance(build_model(model.tokenizer, TrainConfig.tiny()), ModernBertWithCopyHead)
