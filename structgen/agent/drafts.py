@@ -61,8 +61,34 @@ def draft_payload(event: Any, tokenizer: Any, forced_mask: Any) -> dict:
             cells.append({"t": "", "s": "m"})
         else:
             cells.append({"t": token_text(tokenizer, tid), "s": "f" if _is_forced(forced_mask, i) else "c"})
+    _join_split_characters(cells, event.canvas, tokenizer)
     return {"step": int(event.step), "kind": event.kind, "nfe": int(event.nfe), "cells": cells,
             "text": event.text}
+
+
+def _join_split_characters(cells: list[dict], canvas: Sequence[int], tokenizer: Any) -> None:
+    """A character whose UTF-8 bytes span several byte-level tokens decodes to U+FFFD token by token. In each
+    run of committed cells holding one, give the character to the cell that completes it (the cells before
+    it get ``""``), so the cells of a run join to exactly the run's text (as a streaming decoder does)."""
+    start = 0
+    n = len(cells)
+    while start < n:
+        if cells[start]["s"] == "m":
+            start += 1
+            continue
+        end = start
+        while end < n and cells[end]["s"] != "m":
+            end += 1
+        if any("\ufffd" in cells[k]["t"] for k in range(start, end)):
+            emitted = ""
+            for k in range(start, end):
+                full = tokenizer.decode([int(t) for t in canvas[start: k + 1]], skip_special_tokens=True)
+                if full.endswith("\ufffd") and k + 1 < end:
+                    cells[k]["t"] = ""
+                    continue
+                cells[k]["t"] = full[len(emitted):] if full.startswith(emitted) else full
+                emitted = full
+        start = end
 
 
 def draft_summary(event: Any, forced_mask: Any) -> dict:
