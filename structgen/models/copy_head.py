@@ -24,6 +24,8 @@ import torch.nn.functional as F
 from transformers import ModernBertForMaskedLM
 from transformers.modeling_outputs import MaskedLMOutput
 
+from ..errors import ModelLoadError
+
 ARCHITECTURE = "ModernBertWithCopyHead"
 COPY_DIM = 64
 _NEG = -1e9
@@ -47,8 +49,8 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
     def copy_mask_id(self) -> int:
         mask_id = getattr(self.config, "copy_head_mask_id", None)
         if mask_id is None:
-            raise ValueError("the config has no copy_head_mask_id: set config.copy_head_mask_id to the tokenizer's "
-                             "mask token id")
+            raise ModelLoadError("the model's config has no copy_head_mask_id; set config.copy_head_mask_id to "
+                                 "the tokenizer's mask token id and save the model again")
         return int(mask_id)
 
     def mixed_log_probs(self, hidden: torch.Tensor, ids: torch.Tensor, sources: torch.Tensor,
@@ -98,9 +100,4 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return MaskedLMOutput(loss=loss, logits=logits)
 
 
-def is_copy_head_config(config) -> bool:
-    """Whether a saved config is this class's (``architectures`` names it)."""
-    return ARCHITECTURE in (getattr(config, "architectures", None) or [])
-
-
-__all__ = ["ModernBertWithCopyHead", "ARCHITECTURE", "is_copy_head_config"]
+__all__ = ["ModernBertWithCopyHead", "ARCHITECTURE"]
