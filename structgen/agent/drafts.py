@@ -86,7 +86,7 @@ def _join_split_characters(cells: list[dict], canvas: Sequence[int], tokenizer: 
                 if full.endswith("\ufffd") and k + 1 < end:
                     cells[k]["t"] = ""
                     continue
-                cells[k]["t"] = full[len(emitted):] if full.startswith(emitted) else full
+                cells[k]["t"] = full.removeprefix(emitted)
                 emitted = full
         start = end
 

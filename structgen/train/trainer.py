@@ -308,8 +308,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                         eval_seconds += time.perf_counter() - t_eval
                         curve.append(_point(step, t_start, since_eval, held_loss, lr))
                         since_eval = []
-                        if progress and not bar.console.is_terminal:  # a log file gets one line per evaluation
-                            bar.console.print(_log_line(curve[-1], held_fam), highlight=False, soft_wrap=True)
+                        _log_to_file(bar, progress, curve[-1], held_fam)
                     rate = tokens / max(1e-9, time.perf_counter() - t_loop - eval_seconds)
                     bar.update(task, completed=1000 * max(step / cfg.steps, (time.perf_counter() - t_start) / budget),
                                info=f"step {step} loss {np.mean(recent):.3f} held-out "
@@ -322,8 +321,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         if since_eval or not curve:
             held_loss, held_fam = heldout_loss(model, held, mask_id, cfg, device)
             curve.append(_point(step, t_start, since_eval, held_loss, lr))
-            if progress and not bar.console.is_terminal:
-                bar.console.print(_log_line(curve[-1], held_fam), highlight=False, soft_wrap=True)
+            _log_to_file(bar, progress, curve[-1], held_fam)
         all_dropped = dict(dropped + Counter({f"held-out {k}": v for k, v in held_dropped.items()}))
         params = count_parameters(model)
         lengths = {"mean_prompt_tokens": float(np.mean([len(r.prompt_ids) for r in rows])),
@@ -366,6 +364,12 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, n_train=len(rows),
         n_heldout=len(held_rows), dropped=all_dropped, curve=curve, **lengths,
     )
+
+
+def _log_to_file(bar, progress: bool, point: dict[str, Any], by_family: dict[str, float]) -> None:
+    """When the progress bar's console is not a terminal (a log file), one plain line per evaluation."""
+    if progress and not bar.console.is_terminal:
+        bar.console.print(_log_line(point, by_family), highlight=False, soft_wrap=True)
 
 
 def _log_line(point: dict[str, Any], by_family: dict[str, float]) -> str:

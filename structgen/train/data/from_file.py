@@ -83,8 +83,7 @@ def _example(row: Any, where: str, tool_spec: Any, specs: dict[str, Any]) -> tup
         raise ConfigError(f"{where}: prompt must be a string or a list of {{'role', 'content'}} messages")
     try:
         if kind == "schema":
-            key = json.dumps(row["schema"], sort_keys=True)
-            spec = specs.get(key) or specs.setdefault(key, sg.JsonSchema(row["schema"]))
+            spec = _cached(specs, json.dumps(row["schema"], sort_keys=True), lambda: sg.JsonSchema(row["schema"]))
             text, family = canonical_json(ordered(target, row["schema"])), "json"
         elif kind == "tool":
             if tool_spec is None:
@@ -93,12 +92,13 @@ def _example(row: Any, where: str, tool_spec: Any, specs: dict[str, Any]) -> tup
             spec, family = tool_spec, "tool"
             if not isinstance(target, dict) or not isinstance(target.get("name"), str):
                 raise ConfigError(f"{where}: a tool target is {{\"name\": ..., \"arguments\": {{...}}}}")
-            schema = tool_spec.tool(target["name"]).schema
-            text = canonical_json({"name": target["name"], "arguments": ordered(target.get("arguments", {}), schema)})
+            from .tool_calls import call_target
+
+            _, text = call_target(tool_spec, target["name"], target.get("arguments", {}))
         else:
             if not isinstance(target, str):
                 raise ConfigError(f"{where}: a regex target is a string")
-            spec = specs.get("re:" + row["regex"]) or specs.setdefault("re:" + row["regex"], sg.Regex(row["regex"]))
+            spec = _cached(specs, "re:" + row["regex"], lambda: sg.Regex(row["regex"]))
             text, family = target, "regex"
     except ConfigError:
         raise
@@ -106,6 +106,13 @@ def _example(row: Any, where: str, tool_spec: Any, specs: dict[str, Any]) -> tup
         raise ConfigError(f"{where}: {e}") from None
     _check(spec, text, where)
     return Example(family, f"file:{kind}", prompt, spec, text, target), split
+
+
+def _cached(specs: dict[str, Any], key: str, make) -> Any:
+    """``specs[key]``, made by ``make()`` the first time."""
+    if key not in specs:
+        specs[key] = make()
+    return specs[key]
 
 
 def _check(spec: Any, text: str, where: str) -> None:

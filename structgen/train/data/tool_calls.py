@@ -284,6 +284,13 @@ TABLE: tuple[tuple[str, str, str, dict, tuple[str, ...]], ...] = (
 _OPTIONAL = ("unit", "days", "dur", "att", "pax", "cab")  # slots of optional arguments
 
 
+def call_target(spec, name: str, arguments: dict) -> tuple[dict, str]:
+    """A call of ``name`` as a target: ``(call, canonical text)``, arguments in the tool schema's order
+    (``spec`` is the ``ToolCallSpec`` that lists the tool; an unknown name raises ``SpecError``)."""
+    call = {"name": name, "arguments": ordered(arguments, spec.tool(name).schema)}
+    return call, canonical_json(call)
+
+
 def _register(tool: str, id: str, split: str, kw: dict, patterns: tuple[str, ...]) -> None:
     def render(rng: random.Random):
         args, slots = MAKERS[tool](rng, **kw)
@@ -293,8 +300,8 @@ def _register(tool: str, id: str, split: str, kw: dict, patterns: tuple[str, ...
             raise SpecError(f"template tool.{tool}.{id} states an argument its text does not mention "
                             f"({', '.join(missing)}); guard it with <slot:...> in every phrasing")
         sp = _spec_for(tool, split, rng)
-        call = {"name": tool, "arguments": ordered(args, sp.tool(tool).schema)}
-        return text, canonical_json(call), call, sp
+        call, target = call_target(sp, tool, args)
+        return text, target, call, sp
 
     REG.add(Template(f"tool.{tool}.{id}", FAMILY, split, render))
 
