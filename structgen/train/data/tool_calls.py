@@ -6,6 +6,8 @@ symbols, currency names, durations in words) and a table of templates whose phra
 arguments and not others; an argument the request does not state is left out of the call, so its default
 applies. The prompt is the request alone: ``ToolCallSpec.render_prompt`` adds the tools. Targets are the
 canonical JSON (:func:`base.canonical_json`) with arguments in the tool schema's property order.
+Besides the table, each tool has two training templates whose phrasing is composed per example from
+argument phrases in random order (``tool_composed.py``).
 
 The held-out split always lists every tool (as ``gen.tool_call(prompt, tools=TOOLS)`` does); a share
 (``SUBSET_SHARE``) of training examples lists only the called tool and up to three others, which shortens
@@ -16,10 +18,12 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from structgen.errors import SpecError
 
+from . import tool_composed
 from . import vocab as V
 from .base import Registry, Template, canonical_json, generate, ordered, say
 
@@ -291,10 +295,11 @@ def call_target(spec, name: str, arguments: dict) -> tuple[dict, str]:
     return call, canonical_json(call)
 
 
-def _register(tool: str, id: str, split: str, kw: dict, patterns: tuple[str, ...]) -> None:
+def _register(tool: str, id: str, split: str, kw: dict, patterns: tuple[str, ...] | Callable) -> None:
+    """``patterns``: the phrasings, or ``fn(rng) -> phrasing`` that builds one per example."""
     def render(rng: random.Random):
         args, slots = MAKERS[tool](rng, **kw)
-        text = say(rng, patterns, slots)
+        text = say(rng, patterns(rng) if callable(patterns) else patterns, slots)
         missing = [k for k in _OPTIONAL if slots.get(k) is not None and str(slots[k]) not in text]
         if missing:
             raise SpecError(f"template tool.{tool}.{id} states an argument its text does not mention "
@@ -308,6 +313,10 @@ def _register(tool: str, id: str, split: str, kw: dict, patterns: tuple[str, ...
 
 for _row in TABLE:
     _register(*_row)
+for _tool in MAKERS:  # phrasings composed per example (tool_composed.py)
+    for _layout in ("sentence", "terse"):
+        _register(_tool, f"composed_{_layout}", "train", {},
+                  functools.partial(tool_composed.phrasing, tool=_tool, layout=_layout))
 
 TRAIN_TEMPLATES = REG.train
 HELDOUT_TEMPLATES = REG.heldout
