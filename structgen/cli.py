@@ -264,7 +264,9 @@ def eval_(
     device: Optional[str] = _DEVICE,
 ) -> None:
     """Score a model on the held-out split of every task family: constrained decoding beside unconstrained
-    and one-token-per-step decoding of the same model; prints the table and writes it with a chart."""
+    and one-token-per-step decoding of the same model; prints the table and writes it with a chart (and
+    every decoded example to OUT/examples.jsonl as it goes)."""
+    import dataclasses
     import platform
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -278,11 +280,15 @@ def eval_(
     try:
         gen = _generator(model, device)
         total = n * len(fams) * len(mode_list)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        # every decoded example is appended as it comes: a long run that is stopped keeps what it decoded
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err) as bar:
+                      console=err) as bar, open(out_dir / "examples.jsonl", "w", encoding="utf-8") as stream:
             task = bar.add_task("eval", total=total)
 
             def tick(s):
+                stream.write(json.dumps(dataclasses.asdict(s), ensure_ascii=False) + "\n")
+                stream.flush()
                 bar.update(task, advance=1, description=f"eval {s.family}/{s.mode}")
 
             rows = evaluate(gen.model, families=fams, n=n, seed=seed, modes=mode_list, block_length=block_length,

@@ -107,8 +107,12 @@ def test_eval_writes_the_table_and_chart(tmp_path):
     r = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--families", "json,alert",
                             "--modes", "constrained,unconstrained", "--out", str(out)])
     assert r.exit_code == 0, r.output
-    assert {p.name for p in out.iterdir()} == {"eval.json", "eval.md", "eval.svg"}
+    assert {p.name for p in out.iterdir()} == {"eval.json", "eval.md", "eval.svg", "examples.jsonl"}
     rows = json.loads((out / "eval.json").read_text())["rows"]
+    streamed = [json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()]
+    assert [(x["family"], x["mode"]) for x in streamed] == [("json", "constrained"), ("json", "unconstrained"),
+                                                            ("alert", "constrained"), ("alert", "unconstrained")]
+    assert streamed == json.loads((out / "eval.json").read_text())["examples"]
     assert [(x["family"], x["mode"]) for x in rows] == [("json", "constrained"), ("json", "unconstrained"),
                                                         ("alert", "constrained"), ("alert", "unconstrained")]
     bad = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--modes", "fastest", "--out", str(out)])
