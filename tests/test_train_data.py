@@ -280,6 +280,7 @@ def test_composed_json_records_state_their_fields_in_any_order_and_never_held_ou
     assert len(composed) == 2 * len(LAYOUTS)
     exs = [e for e in examples("json", "train", 3000, seed=5) if ".composed_" in e.template]
     assert {e.template for e in exs} == set(composed)
+
     def keys(es):
         return {k for e in es for k in e.spec.schema["properties"]}
 
@@ -289,12 +290,7 @@ def test_composed_json_records_state_their_fields_in_any_order_and_never_held_ou
     assert held_keys & bank_keys <= domain_keys  # generic keys (name, email ...) the domains already teach
     reordered = 0
     for e in exs:
-        keys = list(e.gold)
-        positions = []
-        for k in keys:
-            v = e.gold[k]
-            if isinstance(v, str) and v in e.prompt:
-                positions.append(e.prompt.index(v))
+        positions = [e.prompt.index(v) for v in e.gold.values() if isinstance(v, str) and v in e.prompt]
         reordered += positions != sorted(positions)
     assert reordered > len(exs) // 5
 

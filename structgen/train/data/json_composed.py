@@ -3,7 +3,7 @@
 The domain templates (``json_templates.py``) teach 26 fixed domains. Held-out schemas have key names and
 text shapes never seen, and a model trained on the domains alone fits them and then stops generalising:
 its held-out loss rises while its training loss still falls (docs/training-log.md, run 5). These templates
-teach the skill itself — find the value the schema's key names in a text you have not seen: each example
+teach the skill itself — find, in a text never seen, the value each schema key names: each example
 draws 2-7 kinds of field from :data:`FIELDS` (key names, the words a text uses for them, a schema and a
 value with its surface form), lists them in the schema in one order and in the text in another, names
 them in the text by their key or by a synonym, leaves some optional fields unstated, and writes the text
@@ -34,6 +34,15 @@ class FieldKind:
     labels: tuple[str, ...]
     schema: dict
     draw: Draw
+
+
+def _same(make: Callable[[random.Random], str]) -> Draw:
+    """A draw whose text is the value itself."""
+    def draw(rng: random.Random) -> tuple[Any, str]:
+        v = make(rng)
+        return v, v
+
+    return draw
 
 
 def _pick(values: tuple) -> Draw:
@@ -128,14 +137,14 @@ def _clock(rng: random.Random) -> tuple[Any, str]:
 
 FIELDS: tuple[FieldKind, ...] = (
     FieldKind(("name", "full_name", "contact_name"), ("name", "full name", "contact"), STR,
-              lambda rng: (lambda p: (p, p))(V.person(rng))),
+              _same(V.person)),
     FieldKind(("first_name", "given_name"), ("first name", "given name"), STR, _pick(V.FIRST_NAMES)),
     FieldKind(("last_name", "surname", "family_name"), ("last name", "surname", "family name"), STR,
               _pick(V.LAST_NAMES)),
     FieldKind(("city", "town", "location"), ("city", "town", "location", "based in"), STR,
-              lambda rng: (lambda c: (c, c))(V.city(rng).name)),
+              _same(lambda rng: V.city(rng).name)),
     FieldKind(("country", "country_name"), ("country",), STR,
-              lambda rng: (lambda c: (c, c))(V.city(rng).country)),
+              _same(lambda rng: V.city(rng).country)),
     FieldKind(("company", "employer", "organization"), ("company", "employer", "organisation", "firm"), STR,
               _pick(V.COMPANIES)),
     FieldKind(("product", "item", "product_name"), ("product", "item", "article"), STR, _product),

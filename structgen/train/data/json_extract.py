@@ -257,7 +257,6 @@ def _(rng, f):
 from . import json_composed, json_templates  # noqa: F401,E402  (register their templates on REG)
 
 
-
 def __getattr__(name: str):
     """``TRAIN_TEMPLATES`` / ``HELDOUT_TEMPLATES``, read when asked: the template modules register on
     ``REG`` as they import, and either may be imported before this one finishes."""
