@@ -46,11 +46,7 @@ def _same(make: Callable[[random.Random], str]) -> Draw:
 
 
 def _pick(values: tuple) -> Draw:
-    def draw(rng: random.Random) -> tuple[Any, str]:
-        v = rng.choice(values)
-        return v, v
-
-    return draw
+    return _same(lambda rng: rng.choice(values))
 
 
 def _int(lo: int, hi: int, unit: tuple[str, ...] = ("",), commas: bool = False) -> Draw:
@@ -86,17 +82,8 @@ def _date(rng: random.Random) -> tuple[Any, str]:
     return d.isoformat(), V.date_text(rng, d)
 
 
-def _email(rng: random.Random) -> tuple[Any, str]:
-    e = V.email(rng)
-    return e, e
-
-
 def _ref(prefix: tuple[str, ...], digits: int) -> Draw:
-    def draw(rng: random.Random) -> tuple[Any, str]:
-        v = f"{rng.choice(prefix)}-{rng.randrange(10 ** (digits - 1), 10 ** digits)}"
-        return v, v
-
-    return draw
+    return _same(lambda rng: f"{rng.choice(prefix)}-{rng.randrange(10 ** (digits - 1), 10 ** digits)}")
 
 
 def _tags(rng: random.Random) -> tuple[Any, str]:
@@ -105,30 +92,26 @@ def _tags(rng: random.Random) -> tuple[Any, str]:
     return tags, V.join_list(rng, tags) if rng.random() < 0.5 else ", ".join(tags)
 
 
-def _address(rng: random.Random) -> tuple[Any, str]:
-    a = f"{rng.randint(1, 240)} {rng.choice(V.STREETS)}"
-    return a, a
+# values a text states as they are (wrapped by _same in FIELDS)
+def _address(rng: random.Random) -> str:
+    return f"{rng.randint(1, 240)} {rng.choice(V.STREETS)}"
 
 
-def _username(rng: random.Random) -> tuple[Any, str]:
-    u = V.ascii_slug(V.person(rng)).replace(".", rng.choice(("_", ".", ""))) + str(rng.randint(1, 99))
-    return u, u
+def _username(rng: random.Random) -> str:
+    return V.ascii_slug(V.person(rng)).replace(".", rng.choice(("_", ".", ""))) + str(rng.randint(1, 99))
 
 
-def _website(rng: random.Random) -> tuple[Any, str]:
-    w = f"https://{V.ascii_slug(rng.choice(V.COMPANIES)).replace('.', '-')}.example.com"
-    return w, w
+def _website(rng: random.Random) -> str:
+    return f"https://{V.ascii_slug(rng.choice(V.COMPANIES)).replace('.', '-')}.example.com"
 
 
-def _phone(rng: random.Random) -> tuple[Any, str]:
-    p = f"+{rng.randint(1, 49)} {rng.randint(10, 999)} {rng.randint(100, 999)} {rng.randint(100, 9999)}"
-    return p, p
+def _phone(rng: random.Random) -> str:
+    return f"+{rng.randint(1, 49)} {rng.randint(10, 999)} {rng.randint(100, 999)} {rng.randint(100, 9999)}"
 
 
-def _product(rng: random.Random) -> tuple[Any, str]:
+def _product(rng: random.Random) -> str:
     brand, kind = rng.choice(V.PRODUCTS)
-    p = f"{brand} {kind}" if rng.random() < 0.5 else brand
-    return p, p
+    return f"{brand} {kind}" if rng.random() < 0.5 else brand
 
 
 def _clock(rng: random.Random) -> tuple[Any, str]:
@@ -147,12 +130,12 @@ FIELDS: tuple[FieldKind, ...] = (
               _same(lambda rng: V.city(rng).country)),
     FieldKind(("company", "employer", "organization"), ("company", "employer", "organisation", "firm"), STR,
               _pick(V.COMPANIES)),
-    FieldKind(("product", "item", "product_name"), ("product", "item", "article"), STR, _product),
+    FieldKind(("product", "item", "product_name"), ("product", "item", "article"), STR, _same(_product)),
     FieldKind(("color", "colour"), ("color", "colour"), STR, _pick(V.COLORS)),
     FieldKind(("role", "job_title", "position"), ("role", "job title", "position"), STR, _pick(V.JOB_TITLES)),
-    FieldKind(("address", "street_address"), ("address", "street"), STR, _address),
+    FieldKind(("address", "street_address"), ("address", "street"), STR, _same(_address)),
     FieldKind(("skill", "main_skill"), ("skill", "main skill", "expertise"), STR, _pick(V.SKILLS)),
-    FieldKind(("username", "handle", "login"), ("username", "handle", "login", "user"), STR, _username),
+    FieldKind(("username", "handle", "login"), ("username", "handle", "login", "user"), STR, _same(_username)),
     FieldKind(("order_id", "reference", "order_ref"), ("order", "reference", "ref", "order number"), STR,
               _ref(("ORD", "PO", "REF"), 5)),
     FieldKind(("ticket", "ticket_id", "case_id"), ("ticket", "case", "issue"), STR, _ref(("TCK", "INC", "CASE"), 4)),
@@ -160,10 +143,10 @@ FIELDS: tuple[FieldKind, ...] = (
               _pick(("Finance", "Sales", "Engineering", "Support", "Marketing", "Legal", "Operations"))),
     FieldKind(("language", "preferred_language"), ("language", "speaks"), STR,
               _pick(("English", "Portuguese", "German", "Polish", "Japanese", "Swedish", "French", "Turkish"))),
-    FieldKind(("website", "url", "homepage"), ("website", "url", "site", "web"), STR, _website),
-    FieldKind(("phone", "phone_number", "mobile"), ("phone", "tel", "mobile", "phone number"), STR, _phone),
+    FieldKind(("website", "url", "homepage"), ("website", "url", "site", "web"), STR, _same(_website)),
+    FieldKind(("phone", "phone_number", "mobile"), ("phone", "tel", "mobile", "phone number"), STR, _same(_phone)),
     FieldKind(("subject", "topic"), ("subject", "topic", "re"), STR, _pick(V.TOPICS)),
-    FieldKind(("email", "email_address", "contact_email"), ("email", "e-mail", "mail"), EMAIL, _email),
+    FieldKind(("email", "email_address", "contact_email"), ("email", "e-mail", "mail"), EMAIL, _same(V.email)),
     FieldKind(("age", "age_years"), ("age", "aged"), INT(0, 130), _int(18, 90, ("", "", " years"))),
     FieldKind(("quantity", "qty", "units"), ("quantity", "qty", "units", "pieces"), INT(1, 10000), _int(1, 500)),
     FieldKind(("year", "established", "since"), ("year", "established", "since", "est."), INT(1800, 2030),

@@ -316,7 +316,7 @@ for _row in TABLE:
 for _tool in MAKERS:  # phrasings composed per example (tool_composed.py)
     for _layout in ("sentence", "terse"):
         _register(_tool, f"composed_{_layout}", "train", {},
-                  functools.partial(tool_composed.phrasing, tool=_tool, layout=_layout))
+                  functools.partial(tool_composed.phrasing, tool=_tool, layout=_layout, optional=_OPTIONAL))
 
 TRAIN_TEMPLATES = REG.train
 HELDOUT_TEMPLATES = REG.heldout

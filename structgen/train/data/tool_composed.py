@@ -66,18 +66,16 @@ PHRASES: dict[str, tuple[tuple[str, ...], tuple[tuple[str, tuple[str, ...]], ...
         None),
 }
 
-_OPTIONAL = ("unit", "days", "dur", "att", "pax", "cab")
 
-
-def phrasing(rng: random.Random, tool: str, layout: str) -> str:
+def phrasing(rng: random.Random, tool: str, layout: str, optional: tuple[str, ...]) -> str:
     """One pattern (``base.say``'s language) for ``tool``: ``layout`` "sentence" (opener, intent, phrases,
-    closer) or "terse" (intent and phrases only)."""
+    closer) or "terse" (intent and phrases only); phrases of the ``optional`` slots are guarded."""
     intents, slots, last = PHRASES[tool]
     sep = rng.choice((" ", " ", ", "))
     parts = []
     for slot, options in slots:
         part = rng.choice(options)
-        parts.append((slot, f"<{slot}:{sep}{part}>" if slot in _OPTIONAL else f"{sep}{part}"))
+        parts.append((slot, f"<{slot}:{sep}{part}>" if slot in optional else f"{sep}{part}"))
     tail = [p for p in parts if p[0] == last]
     parts = [p for p in parts if p[0] != last]
     rng.shuffle(parts)
