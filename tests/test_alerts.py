@@ -120,13 +120,13 @@ SEMANTIC_ERRORS = [
     ('when avg(cpu.usage[2d]) > 90 then page "ops"', "2d", 0, "longer than the limit", True),
     ('when cpu.usage > 90 for 0m then page "ops"', "0m", 0, "zero", True),
     ('when cpu.usage > 90 for 8d then page "ops"', "8d", 0, "longer than the limit", True),
-    ('when cpu.usage > 90 then page "ops", page "ops"', 'page "ops"', -1, "paged twice", False),
+    ('when cpu.usage > 90 then page "ops", page "ops"', 'page "ops"', -1, "paged twice", True),
     ('when cpu.usage > 90 then notify "#ops" severity low, notify "#ops" severity high',
-     'notify "#ops" severity high', 0, "notified twice", False),
+     'notify "#ops" severity high', 0, "notified twice", True),
     ('when cpu.usage > 90ms then page "ops"', "90ms", 0, "in ms", True),
     ('when count(http.requests.5xx) > 5% then page "ops"', "5%", 0, "without a unit", True),
     ('when p99(http.latency) > 5GB then page "ops"', "5GB", 0, "in GB", True),
-    ('when host in ["web-1", "web-1"] and cpu.usage > 90 then page "ops"', "web-1", -1, "listed twice", False),
+    ('when host in ["web-1", "web-1"] and cpu.usage > 90 then page "ops"', "web-1", -1, "listed twice", True),
 ]
 
 
@@ -521,7 +521,8 @@ def _run(tok4k, spec, seed: int, block: int, policy: dict, max_tokens: int, **kw
 
 def test_random_logits_narrowed_mostly_valid(tok4k, narrow, catalog):
     """Seeds x block lengths x both commit policies through the narrowed spec: no result reported valid
-    fails the independent checks, and most results are valid (measured: 90% here, with repairs)."""
+    fails the independent checks, and nearly all results are valid (measured: 32 of 32, with repairs; 90%
+    before the narrowed grammar listed each value and action at most once)."""
     spec, c = narrow
     tally: Counter = Counter()
     for seed in range(32):
@@ -538,7 +539,7 @@ def test_random_logits_narrowed_mostly_valid(tok4k, narrow, catalog):
             tally["invalid"] += 1
     total = sum(tally.values())
     print(f"\nnarrowed alerts_spec, random logits: {dict(tally)}, valid share {tally['valid'] / total:.0%}")
-    assert tally["valid"] >= 0.75 * total, tally
+    assert tally["valid"] >= 0.9 * total, tally
     assert tally["stuck"] <= 0.1 * total, tally
 
 
@@ -616,3 +617,34 @@ def test_example_policy_validator_spans():
     assert text[slice(*issue.span)] == 'notify "#ops" severity critical'
     assert check(text + ', page "ops"') == [] and check("not a rule") == []
     assert json.loads(CATALOG.read_text())["teams"]
+
+
+def test_narrowed_grammar_lists_each_value_and_each_action_once(narrow, catalog, tok4k):
+    """Duplicate list values and repeated actions are out of the narrowed language (one rule per set of
+    names already used), every order of distinct names is in it; past ``DISTINCT_MAX`` names the grammar
+    lists them freely and the validator reports a repeat."""
+    from itertools import permutations
+
+    from structgen.validators.alerts.catalog import DISTINCT_MAX
+
+    _, c = narrow
+    enc = c.vocab.encode
+    hosts = catalog.labels["host"]
+    for k in (1, 2, len(hosts)):
+        for combo in permutations(hosts, k):
+            items = ", ".join(f'"{h}"' for h in combo)
+            assert c.accepts(enc(f'when host not in [{items}] then page "ops"')), combo
+    assert not c.accepts(enc('when host in ["web-2", "db-1", "web-2"] then page "ops"'))
+    assert c.accepts(enc('when cpu.usage > 90 then page "web", notify "#ops" severity low, page "ops", '
+                         'notify "#db" severity high'))
+    assert not c.accepts(enc('when cpu.usage > 90 then page "web", notify "#ops" severity low, page "web"'))
+    assert not c.accepts(enc('when cpu.usage > 90 then notify "#ops" severity low, notify "#ops" severity high'))
+    assert not c.accepts_prefix(enc('when cpu.usage > 90 then page "ops", page "ops'))
+    many = [f"h{i}" for i in range(DISTINCT_MAX + 1)]
+    big = {"metrics": {"a.b": {}}, "labels": {"host": many}, "channels": ["#x"], "teams": many}
+    spec = alerts_spec(big)
+    loose = sg.compile(spec, tok4k)
+    text = 'when host in ["h1", "h1"] then page "h2", page "h2"'
+    assert loose.accepts(loose.vocab.encode(text))
+    assert [i.message for i in AlertRulesValidator(big)(text)] == [
+        "'h1' is listed twice for label 'host'; list each value once", "team 'h2' is paged twice; page each team once"]

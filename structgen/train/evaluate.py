@@ -160,7 +160,8 @@ def score(example, text: str, valid: bool) -> tuple[float, bool]:
 
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
              seed: int = 1234, modes: Iterable[str] = tuple(MODES), block_length: int = 32,
-             split: str = "heldout", on_example: Callable[[Scored], None] | None = None) -> list[Row]:
+             split: str = "heldout", on_example: Callable[[Scored], None] | None = None,
+             engine: str = "auto") -> list[Row]:
     """Decode ``n`` examples of ``split`` (held-out templates by default; ``"train"`` measures how well the
     training templates were fitted) per family under each mode and score them (see the module doc)."""
     from ..sampler import Generator
@@ -170,7 +171,7 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise StructgenError(f"unknown eval mode(s) {unknown}; choose from {list(MODES)}")
-    gen = Generator(model, block_length=block_length)
+    gen = Generator(model, block_length=block_length, engine=engine)
     rows: list[Row] = []
     for fam in families:
         exs = family_examples(fam, split, n, seed)

@@ -178,6 +178,8 @@ class AlertCatalog:
                 lines.append(f"NARROW_VALUE_{i}: {_alternatives(vs)}")
                 lines.append(f"{k}: {_alternatives([key])}")
                 items = f'"[" {v} (", " {v})* "]"'
+                if len(vs) <= DISTINCT_MAX:  # each value at most once, by construction
+                    items = f'"[" {_distinct_lists(lines, f"narrow_list_{i}", vs)} "]"'
                 matches += [f'{k} " " EQ " " {v}', f'{k} " " "in" " " {items}', f'{k} " " "not" " " "in" " " {items}']
             if free:
                 lines.append(f"NARROW_FREE_LABEL: {_alternatives(free)}")
@@ -185,6 +187,9 @@ class AlertCatalog:
                 matches += ['NARROW_FREE_LABEL " " EQ " " value', f'NARROW_FREE_LABEL " " "in" " " {items}',
                             f'NARROW_FREE_LABEL " " "not" " " "in" " " {items}']
             head.append("%override label_match: " + "\n    | ".join(matches))
+        if self.channels is not None and self.teams is not None and \
+                len(self.channels) + len(self.teams) <= DISTINCT_MAX:
+            head.append("%override actions: " + _distinct_actions(lines, self.channels, self.teams))
         return "\n".join(head + lines) + "\n"
 
 
@@ -198,6 +203,40 @@ def tidy_durations(limit: int) -> list[str]:
     for unit, top in (("s", 59), ("m", 59), ("h", 23), ("d", 400)):
         out += [f"{n}{unit}" for n in range(1, top + 1) if n * _SECONDS[unit] <= limit]
     return out
+
+
+#: lists of at most this many known names (label values; channels and teams together) are written into
+#: the grammar so that no name can repeat: one rule per set of names already used (2 ** n rules)
+DISTINCT_MAX = 6
+
+
+def _subset_rules(lines: list[str], prefix: str, options: list[tuple[int, str]], n: int) -> str:
+    """Rules for sequences of ``options`` (``(bit, lark text)``; the bit names what the option uses) joined
+    by ``", "`` in which no bit is used twice; appended to ``lines``. Returns the start rule's name."""
+    full = (1 << n) - 1
+    for used in range(full):  # rule {prefix}_{used}: one more option whose bit is not in ``used``
+        alts = []
+        for bit, text in options:
+            if used & (1 << bit):
+                continue
+            after = used | (1 << bit)
+            alts.append(text if after == full else f'{text} (", " {prefix}_{after})?')
+        lines.append(f"{prefix}_{used}: " + "\n    | ".join(alts))
+    return f"{prefix}_0"
+
+
+def _distinct_lists(lines: list[str], prefix: str, values) -> str:
+    """A list body of distinct ``values`` (in any order); the name of its rule."""
+    vs = list(dict.fromkeys(values))
+    return _subset_rules(lines, prefix, [(i, json.dumps(f'"{v}"')) for i, v in enumerate(vs)], len(vs))
+
+
+def _distinct_actions(lines: list[str], channels, teams) -> str:
+    """The action list with each channel notified and each team paged at most once; the rule's text."""
+    cs, ts = list(dict.fromkeys(channels)), list(dict.fromkeys(teams))
+    options = [(i, f'{json.dumps(f"notify {json.dumps(c)} severity ")} SEVERITY') for i, c in enumerate(cs)]
+    options += [(len(cs) + i, json.dumps(f"page {json.dumps(t)}")) for i, t in enumerate(ts)]
+    return _subset_rules(lines, "narrow_actions", options, len(cs) + len(ts))
 
 
 def _alternatives(names) -> str:
