@@ -261,6 +261,7 @@ def eval_(
     split: str = typer.Option("heldout", "--split",
                               help="heldout (templates never seen in training) or train (how well they were fitted)."),
     block_length: int = _BLOCK,
+    engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar (constrained modes)."),
     device: Optional[str] = _DEVICE,
 ) -> None:
     """Score a model on the held-out split of every task family: constrained decoding beside unconstrained
@@ -292,11 +293,11 @@ def eval_(
                 bar.update(task, advance=1, description=f"eval {s.family}/{s.mode}")
 
             rows = evaluate(gen.model, families=fams, n=n, seed=seed, modes=mode_list, block_length=block_length,
-                            split=split, on_example=tick)
+                            split=split, on_example=tick, engine=engine)
         which = "Held-out" if split == "heldout" else "Train-split"
         title = f"{which} evaluation of {getattr(gen.model, 'name', model or 'the default model')}"
         meta = {"model": model or "default", "n": n, "seed": seed, "split": split, "block_length": block_length,
-                "machine": platform.platform(), "threads": __import__("torch").get_num_threads()}
+                "engine": engine, "machine": platform.platform(), "threads": __import__("torch").get_num_threads()}
         paths = write_report(rows, out_dir, title=title, meta=meta)
     except sg.StructgenError as e:
         err.print(f"[red]error:[/] {e}")

@@ -117,3 +117,10 @@ def test_eval_writes_the_table_and_chart(tmp_path):
                                                         ("alert", "constrained"), ("alert", "unconstrained")]
     bad = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--modes", "fastest", "--out", str(out)])
     assert bad.exit_code == 2 and "unknown eval mode" in bad.output
+    frontier = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--families", "json", "--modes",
+                                   "constrained", "--engine", "grammar", "--out", str(tmp_path / "g")])
+    assert frontier.exit_code == 0, frontier.output
+    report = json.loads((tmp_path / "g" / "eval.json").read_text())
+    assert report["meta"]["engine"] == "grammar" and report["rows"][0]["valid"] == 1.0
+    bad = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--engine", "fast", "--out", str(out)])
+    assert bad.exit_code == 2 and "unknown engine" in bad.output

@@ -48,9 +48,10 @@ def alerts_spec(catalog: AlertCatalog | Mapping | str | Path, *, narrow: bool = 
     With ``narrow`` (the default) the catalog is also written into the grammar: its names and durations
     through ``choices=`` (:meth:`AlertCatalog.choices`) and, through ``%override`` rules appended to the
     grammar text (:meth:`AlertCatalog.grammar_rules`), each metric's thresholds and each label key's
-    values; so most of what a model writes is valid by construction. The validator still checks what
-    the grammar cannot: comparisons that are never (or always) true, units a threshold converts from,
-    duplicate actions and list values."""
+    values, and (for up to ``DISTINCT_MAX`` names) lists and actions that name each value, channel and
+    team at most once; so most of what a model writes is valid by construction. The validator still
+    checks what the grammar cannot: comparisons that are never (or always) true, units a threshold
+    converts from, and repeats among longer lists of names."""
     from structgen.spec import Grammar
 
     cat = AlertCatalog.coerce(catalog)

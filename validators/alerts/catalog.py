@@ -3,7 +3,8 @@
 Owns :class:`MetricInfo` and :class:`AlertCatalog` (building one from JSON or a dict, with a ``SpecError``
 naming whatever is wrong), the range of each aggregated value, and the grammar narrowing:
 :meth:`AlertCatalog.choices` (names and :func:`tidy_durations`) and :meth:`AlertCatalog.grammar_rules`
-(``%override`` rules with threshold regexes per metric range and each label key's values).
+(``%override`` rules with threshold regexes per metric range, each label key's values, and lists and
+actions that repeat no name).
 """
 
 from __future__ import annotations
@@ -147,9 +148,11 @@ class AlertCatalog:
     def grammar_rules(self) -> str:
         """Lark rules that narrow what ``choices()`` cannot, because it depends on context: thresholds
         within each metric's range and in its unit (per aggregation: a ``sum`` keeps only the sign of the
-        range, a ``count`` is a whole number of samples), and each label key's own values. They
-        ``%override`` the grammar's ``comparison`` and ``label_match`` rules with a subset of their
-        language; appended to ``alerts.lark`` together with ``choices()`` (see :func:`alerts_spec`)."""
+        range, a ``count`` is a whole number of samples), each label key's own values, each listed at
+        most once, and actions that notify each channel and page each team at most once (both for up to
+        ``DISTINCT_MAX`` names). They ``%override`` the grammar's ``comparison``, ``label_match`` and
+        ``actions`` rules with a subset of their language; appended to ``alerts.lark`` together with
+        ``choices()`` (see :func:`alerts_spec`)."""
         lines: list[str] = []
         comparisons: list[str] = []
         values: dict[tuple, list[str]] = {}
