@@ -228,6 +228,27 @@ def test_qualified_columns_must_belong_to_the_table_named(constraint, vocab, spe
             assert constraint.accepts(vocab.encode(q)) == (col in t.column_names), q
 
 
+def test_the_outermost_single_table_query_names_only_what_its_from_declares(constraint, vocab, spec):
+    """A top-level single-table query correlates with nothing: a qualified column names its table as FROM
+    does (``customers.x`` without an alias, ``c.x`` with ``AS c``); subqueries may still reach outward."""
+    enc = vocab.encode
+    for q in ("SELECT c.country FROM customers AS c", "SELECT customers.country FROM customers",
+              "SELECT name, c.country FROM customers AS c WHERE c.id > 3 ORDER BY c.name",
+              "SELECT c.* FROM customers AS c", "SELECT customers.* FROM customers",
+              "SELECT name FROM customers WHERE EXISTS (SELECT 1 FROM orders AS o WHERE o.customer_id = customers.id)",
+              "SELECT c.name FROM customers AS c WHERE EXISTS (SELECT 1 FROM orders AS o WHERE o.customer_id = c.id)",
+              "SELECT p.name FROM products AS p WHERE p.price > (SELECT AVG(p2.price) FROM products AS p2)"):
+        assert constraint.accepts(enc(q)), q
+    for q in ("SELECT c.country FROM customers", "SELECT customers.country FROM customers AS c",
+              "SELECT COUNT(oi.quantity) FROM customers", "SELECT name FROM customers WHERE c.name = 'Spain'",
+              "SELECT o.* FROM customers AS c", "SELECT name FROM customers AS c ORDER BY o.id"):
+        assert not constraint.accepts(enc(q)), q
+        assert _issues(validators_for(spec), q), q  # what the grammar now excludes, SQLite rejects too
+    # the canonical form's one narrowing here: the second alias (for self-joins) only inside subqueries
+    assert not constraint.accepts(enc("SELECT c2.name FROM customers AS c2"))
+    assert not constraint.accepts_prefix(enc("SELECT c.country FROM customers WHERE"))
+
+
 def test_joined_queries_use_qualified_columns_only(constraint, vocab):
     ok = "SELECT c.name, o.id FROM customers AS c JOIN orders AS o ON o.customer_id = c.id WHERE o.status = 'pending'"
     assert constraint.accepts(vocab.encode(ok))
