@@ -1,7 +1,8 @@
 """structgen.sql: read-only SQLite SELECT generation over one database.
 
 ``Sql`` (the spec, ``spec.py``), ``DbSchema``/``connect_readonly`` (the schema, read once read-only,
-``schema.py``), ``specialise``/``generic_grammar`` (the canonical SELECT grammar, ``grammar.py``) and
+``schema.py``), ``specialise``/``generic_grammar`` (the canonical SELECT grammar, ``grammar.py``, from the
+names, quoting and aliases of ``names.py``) and
 ``run_query``/``QueryResult`` (running a generated query safely, ``run.py``).
 """
 
