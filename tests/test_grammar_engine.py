@@ -529,3 +529,31 @@ def test_required_members_and_formats_finish_in_a_tight_canvas(tok4k, seed):
     e = build(JsonSchema(email), tok4k)
     text = e.vocab.decode(generate(e, 24, seed, max_commit=2).tolist())
     assert "@" in json.loads(text) and e.accepts(e.vocab.encode(text))
+
+
+def test_the_run_stops_where_the_sampler_stops_committing(arith):
+    """``propose(stop_below=, run_limit=)`` (the commit policy's ``run_hints``) ends the run at the first
+    token below the threshold, or after k tokens: the policy commits exactly what it commits from the
+    whole run, and the rest is never proposed (nor steered through the endgame searches)."""
+    from structgen.sampler.policy import CommitPolicy
+
+    T = 24
+    g = torch.Generator().manual_seed(5)
+    canvas = torch.full((T,), MASK, dtype=torch.long)
+    shortened = 0
+    for _ in range(6):
+        lp = (3 * torch.randn(T, arith.vocab.size, generator=g)).log_softmax(-1)
+        full = arith.session(T).propose(canvas, lp)
+        for policy in (CommitPolicy(T, threshold=0.5), CommitPolicy(T, threshold=None, tokens_per_step=3)):
+            cut = arith.session(T).propose(canvas, lp, **policy.run_hints())
+            n = int(cut.eligible.sum())
+            shortened += n < int(full.eligible.sum())
+            picked = policy.choose(full)
+            assert torch.equal(policy.choose(cut), picked)
+            assert torch.equal(cut.tokens[picked], full.tokens[picked])
+            assert torch.equal(cut.confidence[:n], full.confidence[:n])
+            if policy.tokens_per_step is None:
+                assert bool((cut.confidence[: n - 1] >= 0.5).all())
+            else:
+                assert n <= 3
+    assert shortened >= 6

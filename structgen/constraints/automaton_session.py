@@ -299,10 +299,13 @@ class AutomatonSession(ConstraintSession):
 
     @_one_thread
     def propose(self, canvas: torch.Tensor, logprobs: torch.Tensor, *, window: tuple[int, int] | None = None,
-                noise: torch.Tensor | None = None) -> Proposal:
+                noise: torch.Tensor | None = None, stop_below: float | None = None,
+                run_limit: int | None = None) -> Proposal:
         """Best valid completion under ``logprobs`` (+ ``noise`` for sampling) for positions in ``window``.
 
         Positions outside the window stay feasible but are not scored or proposed (not eligible).
+        ``stop_below`` and ``run_limit`` (what a frontier engine may stop its run at) do not apply: the
+        sampler may commit any subset of this proposal.
         """
         c = self._canvas(canvas)
         T, dev = self.length, self.device

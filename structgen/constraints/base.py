@@ -57,7 +57,11 @@ class ConstraintSession(ABC):
 
     @abstractmethod
     def propose(self, canvas: torch.Tensor, logprobs: torch.Tensor) -> Proposal:
-        """Restrict ``logprobs`` [T, V] to the constraint and propose tokens for the masked positions."""
+        """Restrict ``logprobs`` [T, V] to the constraint and propose tokens for the masked positions.
+
+        The sampler passes keywords too: ``window`` (its block), ``noise`` (sampling noise and repair
+        penalties) and, for a ``prefix_only`` proposal, ``stop_below`` / ``run_limit`` (its commit rule: the
+        run while confident, at least one token, or the first k), past which a run need not go."""
 
     @abstractmethod
     def allowed(self, canvas: torch.Tensor) -> torch.Tensor:

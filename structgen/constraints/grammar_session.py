@@ -39,12 +39,14 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
       into a committed segment are written only if the segment can follow; forced bytes that cannot fit
       before the canvas end even in the fewest tokens raise ``DeadEnd`` (``CanvasTooSmallError`` when
       nothing is committed yet).
-    * ``propose(canvas, logprobs, window=None, noise=None)``: a run from the frontier
-      (``prefix_only=True``), clipped to the sampler's block when ``window`` is given. At each masked
-      position, the argmax of the logprobs restricted to the grammar's mask after the run so far (EOS
-      only where the output is complete and nothing but EOS is committed later), with its probability
-      renormalised over the allowed tokens as confidence; up to the next committed position, the end of
-      the canvas, or ``max_run`` tokens. After an EOS the rest of the masked stretch is EOS (confidence 1).
+    * ``propose(canvas, logprobs, window=None, noise=None, stop_below=None, run_limit=None)``: a run from
+      the frontier (``prefix_only=True``), clipped to the sampler's block when ``window`` is given. At each
+      masked position, the argmax of the logprobs restricted to the grammar's mask after the run so far
+      (EOS only where the output is complete and nothing but EOS is committed later), with its
+      probability renormalised over the allowed tokens as confidence; up to the next committed position,
+      the end of the canvas, or ``max_run`` tokens, and no further than the sampler will commit (the first
+      token below ``stop_below``, or ``run_limit`` tokens). After an EOS the rest of the masked stretch is
+      EOS (confidence 1).
     * Finishing in time (the *endgame*: the last ``endgame`` positions before the canvas end or an EOS
       tail, widened to twice the length of a completion found from the frontier when the output is
       long): the model's token is kept only if a short search (``_finish_path``: probe tokens, forced
@@ -265,12 +267,19 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
                 m.rollback(consumed)
 
     def propose(self, canvas: torch.Tensor, logprobs: torch.Tensor, *, window: tuple[int, int] | None = None,
-                noise: torch.Tensor | None = None) -> Proposal:
+                noise: torch.Tensor | None = None, stop_below: float | None = None,
+                run_limit: int | None = None) -> Proposal:
         """The constrained greedy run from the frontier (see the class docstring).
 
         ``window`` [start, end) clips the run (the sampler's current block; rows outside it are not read);
         ``noise`` [T, V] (sampling noise, repair penalties) is added to the scores that choose the tokens,
-        for the rows read only; confidences come from ``logprobs`` alone."""
+        for the rows read only; confidences come from ``logprobs`` alone.
+
+        ``stop_below`` and ``run_limit`` say what the sampler will commit of the run (a prefix: while the
+        confidence stays at or above ``stop_below``, at least one token; or the first ``run_limit``): the
+        run stops at the first token below ``stop_below`` (kept) or after ``run_limit`` tokens, since the
+        rest would be proposed, steered through the endgame searches, and thrown away. The commits are the
+        same; with a weak model the run is a tenth as long."""
         dev = logprobs.device
         v = self._scan(canvas)
         T, eos = self.length, self.eos
@@ -295,12 +304,10 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
         end = min(j, v.f + self.max_run, stop)
         lp = logprobs[v.f:end, : self.V]
         sc = lp if noise is None else lp + noise[v.f:end, : self.V].to(lp.dtype)
-        top_vals, raw_t = sc.max(dim=-1)
+        _, raw_t = sc.max(dim=-1)
         raw = raw_t.tolist()
         m = self._m
         chosen: list[int] = []
-        bms: list[np.ndarray] = []
-        eos_flags: list[bool] = []
         plan: list[int] | None = None  # a completion (or hole filling) found at the previous position
         zone = self.endgame  # steer this many positions before the deadline
         if deadline and self.endgame and j - v.f > self.endgame:
@@ -310,6 +317,7 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
             zone = j - v.f if plan is None else max(self.endgame, 2 * len(plan) + 8)
         tops: list[list[int]] | None = None
         tops_from = v.f
+        confs: list[torch.Tensor] = []  # the confidence of each chosen token, as it is chosen
         consumed = 0
         try:
             for i, pos in enumerate(range(v.f, end)):
@@ -347,10 +355,14 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
                         raise self._stuck(v, j)
                     tok = found[0]
                 chosen.append(tok)
-                bms.append(bm)
-                eos_flags.append(eos_ok)
+                c_tok = self._confidence(lp[i:i + 1], lp[i].max()[None], self._rows([bm], dev, eos_ok),
+                                         torch.tensor([tok], device=dev))
+                confs.append(c_tok)
                 if tok == eos:
                     break
+                if (run_limit is not None and len(chosen) >= run_limit) or \
+                        (stop_below is not None and float(c_tok[0]) < stop_below):
+                    break  # the sampler commits nothing after this token
                 if not m.consume_token(tok):  # pragma: no cover - the mask said it was allowed
                     raise ConstraintViolation(f"llguidance refused token {tok} it allowed: {m.get_error()}")
                 consumed += 1
@@ -359,13 +371,8 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
                 m.rollback(consumed)
         R = len(chosen)
         if R:
-            rows = self._rows(bms, dev, True)
-            if not all(eos_flags):
-                rows[torch.tensor([not f for f in eos_flags], device=dev), eos] = False
-            sel = torch.tensor(chosen, dtype=torch.long, device=dev)
-            tokens[v.f:v.f + R] = sel
-            top = top_vals[:R] if noise is None else lp[:R].max(dim=-1).values
-            conf[v.f:v.f + R] = self._confidence(lp[:R], top, rows, sel)
+            tokens[v.f:v.f + R] = torch.tensor(chosen, dtype=torch.long, device=dev)
+            conf[v.f:v.f + R] = torch.cat(confs)
             elig[v.f:v.f + R] = True
             tail = min(j, stop)
             if chosen[-1] == eos and v.f + R < tail:

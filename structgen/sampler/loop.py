@@ -106,7 +106,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         stats.model_s += time.perf_counter() - t0
         # 3. constrained proposal and commits
         t0 = time.perf_counter()
-        prop = session.propose(canvas, logprobs, window=win, noise=noise)
+        prop = session.propose(canvas, logprobs, window=win, noise=noise, **policy.run_hints())
         prop.eligible[:w0] = False  # commits stay inside the block, whatever the engine proposed
         prop.eligible[w1:] = False
         pos = policy.choose(prop)

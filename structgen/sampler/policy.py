@@ -45,6 +45,13 @@ class CommitPolicy:
         start = (first // self.block_length) * self.block_length
         return start, min(T, start + self.block_length)
 
+    def run_hints(self) -> dict:
+        """What a frontier engine's run need not go past (``propose(stop_below=, run_limit=)``): the prefix
+        ``choose`` commits ends at the first token below the threshold, or after ``tokens_per_step``."""
+        if self.tokens_per_step is not None:
+            return {"stop_below": None, "run_limit": self.tokens_per_step}
+        return {"stop_below": self.threshold, "run_limit": None}
+
     def choose(self, prop: Proposal) -> torch.Tensor:
         """LongTensor of positions to commit (never empty when something is eligible)."""
         idx = torch.nonzero(prop.eligible)[:, 0]

@@ -59,8 +59,7 @@ rules and require llguidance to accept them.
   way of naming it (``FROM customers`` with ``customers.x``, or ``FROM customers AS c`` with ``c.x``;
   unqualified columns in both; the second alias only in subqueries). A model that writes ``c.country``
   must then write ``FROM customers AS c``; an alias no FROM declares cannot be written. This doubles the
-  scopes parsed in parallel until ``FROM`` (about 1.75x the grammar engine's time per token on random
-  logits). What a CFG cannot see is left to the validators: whether a qualified reference's table is in
+  scopes parsed in parallel until ``FROM`` (about 1.75x the grammar engine's work per token). What a CFG cannot see is left to the validators: whether a qualified reference's table is in
   scope in joined and nested queries, whether an output alias used in ORDER BY was declared, types.
 * Output aliases after ``AS`` (and bare in ORDER BY) are ``[a-z][a-z0-9_]{0,29}`` minus SQLite's keywords
   and minus the schema's table names, column names and aliases (so a bare name in ORDER BY is never
