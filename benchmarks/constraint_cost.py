@@ -180,8 +180,9 @@ class LineTracer:
     calibrated and removed.
     """
 
-    def __init__(self, filename: str, device):
-        self.filename = filename
+    def __init__(self, filenames: str | list[str], device):
+        self.filenames = frozenset([filenames] if isinstance(filenames, str) else filenames)
+        self.filename = sorted(self.filenames)[0]  # where the calibration loop is compiled
         self.cuda = torch.device(device).type == "cuda"
         self.device = device
         self.time: dict[tuple, float] = defaultdict(float)
@@ -190,7 +191,7 @@ class LineTracer:
 
     def run(self, call):
         stack: list[list] = []  # [code, line, t]
-        tm, ev, fname, cuda, dev = self.time, self.events, self.filename, self.cuda, self.device
+        tm, ev, fnames, cuda, dev = self.time, self.events, self.filenames, self.cuda, self.device
         clock = time.perf_counter
 
         def local(frame, event, arg):
@@ -212,7 +213,7 @@ class LineTracer:
             return local
 
         def glob(frame, event, arg):
-            if frame.f_code.co_filename != fname:
+            if frame.f_code.co_filename not in fnames:
                 return None
             if cuda:
                 torch.cuda.synchronize(dev)
@@ -262,9 +263,11 @@ class LineTracer:
 
 
 _BY_FUNCTION = {"_prefix_walk": "prefix walk", "_decode": "decode", "step_any": "alpha (forward)",
-                "step_masked_fwd": "alpha (forward)", "_forward": "alpha (forward)",
+                "step_masked_fwd": "alpha (forward)", "_forward": "alpha (forward)", "_alpha": "alpha (forward)",
                 "step_masked_back": "viterbi (backward)", "_backward": "viterbi (backward)",
-                "_allowed_classes": "allowed classes"}
+                "_sparse_rows": "viterbi (backward)",
+                "_allowed_classes": "allowed classes", "_allowed_free": "allowed classes",
+                "_next_rows": "allowed classes"}
 
 
 def _line_sections(code) -> dict[int, str]:
@@ -280,7 +283,11 @@ def _line_sections(code) -> dict[int, str]:
     sec = "other"
     for i, text in enumerate(lines):
         s = text.strip().lower()
-        if name in ("_sweep", "propose") and s.startswith("#"):
+        if name == "_sweep" and s.startswith("if scores is none"):  # the feasibility (allowed) backward
+            sec = "allowed classes"
+        elif name == "_sweep" and s.startswith("else:") and "viterbi" in s:
+            sec = "viterbi (backward)"
+        elif name in ("_sweep", "propose") and s.startswith("#"):
             if "forward" in s and "decode" not in s:
                 sec = "alpha (forward)"
             elif "backward" in s or "viterbi" in s:
@@ -456,8 +463,11 @@ def main(argv=None) -> int:
 
     probe = Probe(device)
     from structgen.constraints import automaton as automaton_module
+    from structgen.constraints import automaton_session as session_module
 
-    tracer = LineTracer(automaton_module.__file__, device)
+    # the automaton's tables live in automaton.py, its per-canvas work (propose, the sweeps) in
+    # automaton_session.py: trace both (tracing only the first put every step's time in "other")
+    tracer = LineTracer([automaton_module.__file__, session_module.__file__], device)
     tracer.calibrate()
     for name in ["forced", "propose"] + AUTOMATON_INNER:
         probe.wrap(AutomatonSession, name)
