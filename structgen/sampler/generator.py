@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..constraints import ENGINES
 from ..constraints import compile as compile_spec
 from ..constraints.base import MASK
 from ..errors import CanvasTooSmallError, ConfigError, DeadEnd, GenerationError
@@ -57,6 +58,8 @@ class Generator:
             raise ConfigError(f"temperature must be >= 0, got {s['temperature']}")
         if s["max_repair_rounds"] < 0:
             raise ConfigError("max_repair_rounds must be >= 0")
+        if s["engine"] not in ENGINES:
+            raise ConfigError(f"unknown engine {s['engine']!r}; choose from {', '.join(ENGINES)}")
         return CommitPolicy(s["block_length"], s["threshold"], s["tokens_per_step"])
 
     @property

@@ -180,9 +180,10 @@ class AlertCatalog:
                 lines.append(f'{v}: "\\"" NARROW_VALUE_{i} "\\""')
                 lines.append(f"NARROW_VALUE_{i}: {_alternatives(vs)}")
                 lines.append(f"{k}: {_alternatives([key])}")
-                items = f'"[" {v} (", " {v})* "]"'
                 if len(vs) <= DISTINCT_MAX:  # each value at most once, by construction
                     items = f'"[" {_distinct_lists(lines, f"narrow_list_{i}", vs)} "]"'
+                else:
+                    items = f'"[" {v} (", " {v})* "]"'
                 matches += [f'{k} " " EQ " " {v}', f'{k} " " "in" " " {items}', f'{k} " " "not" " " "in" " " {items}']
             if free:
                 lines.append(f"NARROW_FREE_LABEL: {_alternatives(free)}")
@@ -213,13 +214,14 @@ def tidy_durations(limit: int) -> list[str]:
 DISTINCT_MAX = 6
 
 
-def _subset_rules(lines: list[str], prefix: str, options: list[tuple[int, str]], n: int) -> str:
-    """Rules for sequences of ``options`` (``(bit, lark text)``; the bit names what the option uses) joined
-    by ``", "`` in which no bit is used twice; appended to ``lines``. Returns the start rule's name."""
-    full = (1 << n) - 1
-    for used in range(full):  # rule {prefix}_{used}: one more option whose bit is not in ``used``
+def _subset_rules(lines: list[str], prefix: str, options: list[str]) -> str:
+    """Rules for sequences of ``options`` (Lark texts) joined by ``", "`` in which no option appears twice
+    (rule ``{prefix}_{used}``: one more option not in the bit set ``used``); appended to ``lines``. Returns
+    the start rule's name."""
+    full = (1 << len(options)) - 1
+    for used in range(full):
         alts = []
-        for bit, text in options:
+        for bit, text in enumerate(options):
             if used & (1 << bit):
                 continue
             after = used | (1 << bit)
@@ -230,16 +232,14 @@ def _subset_rules(lines: list[str], prefix: str, options: list[tuple[int, str]],
 
 def _distinct_lists(lines: list[str], prefix: str, values) -> str:
     """A list body of distinct ``values`` (in any order); the name of its rule."""
-    vs = list(dict.fromkeys(values))
-    return _subset_rules(lines, prefix, [(i, json.dumps(f'"{v}"')) for i, v in enumerate(vs)], len(vs))
+    return _subset_rules(lines, prefix, [json.dumps(f'"{v}"') for v in dict.fromkeys(values)])
 
 
 def _distinct_actions(lines: list[str], channels, teams) -> str:
     """The action list with each channel notified and each team paged at most once; the rule's text."""
-    cs, ts = list(dict.fromkeys(channels)), list(dict.fromkeys(teams))
-    options = [(i, f'{json.dumps(f"notify {json.dumps(c)} severity ")} SEVERITY') for i, c in enumerate(cs)]
-    options += [(len(cs) + i, json.dumps(f"page {json.dumps(t)}")) for i, t in enumerate(ts)]
-    return _subset_rules(lines, "narrow_actions", options, len(cs) + len(ts))
+    options = [f'{json.dumps(f"notify {json.dumps(c)} severity ")} SEVERITY' for c in dict.fromkeys(channels)]
+    options += [json.dumps(f"page {json.dumps(t)}") for t in dict.fromkeys(teams)]
+    return _subset_rules(lines, "narrow_actions", options)
 
 
 def _alternatives(names) -> str:
