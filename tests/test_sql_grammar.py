@@ -249,6 +249,30 @@ def test_the_outermost_single_table_query_names_only_what_its_from_declares(cons
     assert not constraint.accepts_prefix(enc("SELECT c.country FROM customers WHERE"))
 
 
+def test_the_outermost_join_declares_every_alias_it_uses_exactly_once(constraint, vocab, spec):
+    """A top-level join whose tables are all declared ``t AS a`` uses only the aliases its FROM declares,
+    each declared once, in any order (one scope per set of tables); self-joins, bare table names and
+    subqueries in FROM keep the permissive scope."""
+    enc = vocab.encode
+    join = "FROM customers AS c JOIN orders AS o ON o.customer_id = c.id"
+    for q in (f"SELECT c.name, o.id {join}", f"SELECT c.name {join}",
+              "SELECT o.id FROM orders AS o JOIN customers AS c ON c.id = o.customer_id WHERE c.country = 'Spain'",
+              f"SELECT c.name, SUM(oi.quantity * p.price) AS total {join} JOIN order_items AS oi ON oi.order_id = o.id "
+              "JOIN products AS p ON p.id = oi.product_id GROUP BY c.name ORDER BY total DESC",
+              "SELECT c.name FROM customers AS c LEFT JOIN orders AS o ON o.customer_id = c.id WHERE o.id IS NULL",
+              "SELECT c.name, c2.name FROM customers AS c JOIN customers AS c2 ON c2.city = c.city",
+              "SELECT customers.name FROM customers JOIN orders ON orders.customer_id = customers.id"):
+        assert constraint.accepts(enc(q)), q
+    for q in ("SELECT c.country, SUM(oi.quantity) AS n FROM customers AS c JOIN products AS p ON o.customer_id = c.id",
+              "SELECT COUNT(oi.quantity) FROM customers AS c INNER JOIN customers AS c ON o.customer_id = c.id",
+              f"SELECT c.name {join} WHERE p.price > 3", f"SELECT p.name {join}",
+              f"SELECT c.name {join} JOIN orders AS o ON o.id = c.id", f"SELECT c.name {join} ORDER BY oi.quantity"):
+        assert not constraint.accepts(enc(q)), q
+        assert _issues(validators_for(spec), q), q  # what the grammar now excludes, SQLite rejects too
+    assert not constraint.accepts_prefix(enc(f"SELECT c.name {join} WHERE p."))
+    assert not constraint.accepts_prefix(enc("SELECT oi.quantity FROM customers AS c JOIN orders AS o ON o.id = c.id WHERE"))
+
+
 def test_joined_queries_use_qualified_columns_only(constraint, vocab):
     ok = "SELECT c.name, o.id FROM customers AS c JOIN orders AS o ON o.customer_id = c.id WHERE o.status = 'pending'"
     assert constraint.accepts(vocab.encode(ok))

@@ -55,12 +55,18 @@ rules and require llguidance to accept them.
   subquery in FROM: qualified references only, no bare column names). Every expression rule exists once per
   scope (and per aggregate level); ``query`` is the union of the scopes' queries, so every subquery
   chooses its own scope.
-* The outermost query correlates with nothing, so its single-table scopes are exact: one per table and
-  way of naming it (``FROM customers`` with ``customers.x``, or ``FROM customers AS c`` with ``c.x``;
-  unqualified columns in both; the second alias only in subqueries). A model that writes ``c.country``
-  must then write ``FROM customers AS c``; an alias no FROM declares cannot be written. This doubles the
-  scopes parsed in parallel until ``FROM`` (about 1.75x the grammar engine's work per token). What a CFG cannot see is left to the validators: whether a qualified reference's table is in
-  scope in joined and nested queries, whether an output alias used in ORDER BY was declared, types.
+* The outermost query correlates with nothing, so its scopes are exact where the canonical form allows:
+  one single-table scope per table and way of naming it (``FROM customers`` with ``customers.x``, or
+  ``FROM customers AS c`` with ``c.x``; unqualified columns in both; the second alias only in
+  subqueries), and one joined scope per set of two or more tables declared ``t AS a`` (``k{bits}``: only
+  those aliases qualify columns, and the FROM declares each exactly once, in any order, one rule per set
+  declared so far). An alias no FROM declares, or one declared twice, cannot be written there. A
+  top-level FROM with a self-join (``c2``), a bare table name in a join, or a subquery keeps the
+  permissive joined scope (``d``). The price is the scopes parsed in parallel until ``FROM``: about 1.6x
+  the grammar engine's work per token of the single-table scopes alone. What a CFG cannot see is left to
+  the validators: whether a qualified reference's table is in scope in nested queries and in the
+  permissive scopes, a ``LEFT JOIN``'s ``ON`` naming a table declared after it, whether an output alias
+  used in ORDER BY was declared, types.
 * Output aliases after ``AS`` (and bare in ORDER BY) are ``[a-z][a-z0-9_]{0,29}`` minus SQLite's keywords
   and minus the schema's table names, column names and aliases (so a bare name in ORDER BY is never
   a column in disguise); the terminal is an explicit regex of that difference (no look-around).
@@ -248,6 +254,36 @@ def generic_grammar() -> str:
     return _render(_GENERIC_HEADER, rules, terminals)
 
 
+def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, str]]) -> list[_Scope]:
+    """The outermost query's exact joined scopes, one per set ``A`` of two or more tables (scope
+    ``k{bits}``): columns qualified by the first alias of a table in ``A`` only, and a FROM that declares
+    each table of ``A`` exactly once (``t AS a``), in any order. The FROM is one rule per set of tables
+    declared so far (``f{bits}_{done}``), so an alias can be neither missing nor declared twice. Appends
+    the FROM rules to ``des_rules``; returns the scopes."""
+    tables = schema.tables
+    tas = [f'{_lit(quote_ident(t.name))} " AS " {_lit(aliases[t.name][0])}' for t in tables]
+    scopes = []
+    for bits in range(1, 1 << len(tables)):
+        members = [i for i in range(len(tables)) if bits >> i & 1]
+        if len(members) < 2:
+            continue
+        s = f"k{bits}"
+        for done in range(1, bits):
+            if done & bits != done or done == bits:
+                continue
+            alts = []
+            for i in members:
+                if not done >> i & 1:
+                    rest = "" if done | 1 << i == bits else f" f{bits}_{done | 1 << i}"
+                    alts.append(f'JOIN_KW {tas[i]} " ON " expr_{s}_n{rest}')
+            des_rules.append((f"f{bits}_{done}", " | ".join(alts)))
+        col = " | ".join(f'{_lit(aliases[tables[i].name][0])} "." cols_{i}' for i in members)
+        star = "(" + " | ".join(_lit(aliases[tables[i].name][0]) for i in members) + ') ".*"'
+        from_ = " | ".join(f"{tas[i]} f{bits}_{1 << i}" for i in members)
+        scopes.append(_Scope(s, col, from_, order_alias=True, star=star))
+    return scopes
+
+
 def specialise(schema: DbSchema) -> str:
     """The Lark text of the SELECT grammar specialised to ``schema`` (see the module docstring)."""
     aliases = table_aliases(schema)
@@ -276,6 +312,7 @@ def specialise(schema: DbSchema) -> str:
         for k, (d, from_) in enumerate(((tname, _lit(tname)), (a1, f'{_lit(tname)} " AS " {_lit(a1)}'))):
             tops.append(_Scope(f"r{i}_{k}", f'cols_{i} | {_lit(d)} "." cols_{i}', from_, order_alias=True,
                                star=f'{_lit(d)} ".*"'))
+    tops += _top_joined_scopes(schema, aliases, des_rules)
     des_rules += [
         ("des_sub", _alts(_lit(d) for d in derived)),
         ("cols_sub", "OUT_ALIAS | " + _alts(_lit(c) for c in all_cols)),
@@ -283,7 +320,11 @@ def specialise(schema: DbSchema) -> str:
     qcol_alts.append('des_sub "." cols_sub')
     star_alts.append("des_sub")
     scopes.append(_Scope("j", "qcol", "tref (join)+ | derived (join)*", order_alias=True))
-    rules.append(("top", " | ".join([f"query_{sc.name}" for sc in tops] + ["query_j"])))
+    # the outermost query with a subquery in FROM, or a table's second alias (a self-join), keeps the
+    # permissive joined scope
+    tops.append(_Scope("d", "qcol", "derived (join)* | (tref2 | tbare) (join)+ | tref (join)* jspecial (join)*",
+                       order_alias=True))
+    rules.append(("top", " | ".join(f"query_{sc.name}" for sc in tops)))
     rules.append(("query", " | ".join(f"query_{sc.name}" for sc in scopes)))
     for sc in tops + scopes:
         rules += _scope_rules(sc)
@@ -291,6 +332,9 @@ def specialise(schema: DbSchema) -> str:
         ("tref", " | ".join(tref_alts)),
         ("derived", '"(" query ") AS " des_sub'),
         ("join", 'JOIN_KW (tref | derived) " ON " expr_j_n'),
+        ("tref2", _alts(f'{_lit(quote_ident(t.name))} " AS " {_lit(aliases[t.name][1])}' for t in schema.tables)),
+        ("tbare", _alts(_lit(quote_ident(t.name)) for t in schema.tables)),
+        ("jspecial", 'JOIN_KW (tref2 | tbare | derived) " ON " expr_j_n'),
         ("qcol", " | ".join(qcol_alts)),
         ("qstar", f'({" | ".join(star_alts)}) ".*"'),
         ("limit", '(" LIMIT " INT (" OFFSET " INT)?)?'),
@@ -303,5 +347,6 @@ def specialise(schema: DbSchema) -> str:
     header = (f"SQLite SELECT, canonical form, specialised to one schema (digest {schema.digest}).\n"
               "Generated by structgen.sql.grammar.specialise; scopes: "
               + ", ".join(f"t{i}={t.name}" for i, t in enumerate(schema.tables)) + ", j=joined; "
-              "the outermost query's single-table scopes: rI_0 (FROM the table) and rI_1 (FROM it AS its alias).")
+              "the outermost query's scopes: rI_0 (FROM the table), rI_1 (FROM it AS its alias), kBITS (a join of the "
+              "tables in BITS, each AS its alias) and d (the rest).")
     return _render(header, rules, terminals)
