@@ -3,8 +3,8 @@
 This module owns ``_EndgameSearch``, the ``GrammarSession`` mixin that searches llguidance's matcher for
 a completion of the output in at most k tokens (``_finish_path``: probe tokens, forced bytes spelled in
 the fewest tokens, a budget of grammar masks) and for exactly k tokens after which a committed segment
-can follow (``_hole_path``, steered by ``_steer_hole``). The model-facing choice at the output's
-deadline (``_steer``) stays on the session. The searches always leave the matcher as they found it.
+can follow (``_hole_path``), and the choices the run makes with them: ``_steer`` at the output's deadline,
+``_steer_hole`` before a committed segment. The searches always leave the matcher as they found it.
 """
 
 from __future__ import annotations
@@ -208,6 +208,35 @@ class _EndgameSearch:
             if budget[0] <= 0:
                 break
         return None
+
+    def _steer(self, tok: int, r: int, plan: list[int] | None, pos: int) -> tuple[int, list[int] | None]:
+        """Choose the token at ``pos``, ``r`` positions before the output's deadline, so that the output
+        can still be finished.
+
+        ``plan`` is a completion from the current state found at the previous position (or None). The
+        model's choice ``tok`` is kept when it follows the plan or a completion in ``r - 1`` tokens is
+        found after it; otherwise the plan's first token (EOS when the output is already complete) is
+        taken, searching for a plan when there is none. When no completion is found at all the model's
+        choice stands, and the searches rest for the next 8 positions (they would fail again) unless the
+        deadline is within 8. Returns (token, a completion after it or None); at most two searches.
+        """
+        if plan is not None and len(plan) > r:
+            plan = None
+        if plan and plan[0] == tok:
+            return tok, plan[1:]
+        if plan is None and pos < self._search_rest_until and r > 8:
+            return tok, None
+        after = self._path_after(tok, r - 1, self.search_budget)
+        if after is not None:
+            return tok, after
+        if plan is None:
+            plan = self._finish_path(r, [self.search_budget])
+        if plan is None:
+            self._search_rest_until = pos + 8
+            return tok, None
+        if not plan:
+            return self.eos, []
+        return plan[0], plan[1:]
 
     def _steer_hole(self, tok: int, r: int, plan: list[int] | None, seg: list[int], need_end: bool,
                     tops: list[list[int]], pos: int) -> tuple[int, list[int] | None]:

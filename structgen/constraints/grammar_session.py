@@ -85,6 +85,7 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
         self._m = constraint._root.deep_copy()
         self._out: list[int] = []  # output tokens consumed on self._m
         self._search_rest_until = -1  # the endgame search found nothing: rest until this position
+        self._wide_rest_until = -1  # the widening search found nothing: rest until this frontier
 
     # -- canvas bookkeeping --------------------------------------------------------------------------
 
@@ -154,37 +155,6 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
                 if first_only:
                     break
         return found
-
-    # -- the endgame: finishing before the canvas ends (the search itself is in grammar_search) --------
-
-    def _steer(self, tok: int, r: int, plan: list[int] | None, pos: int) -> tuple[int, list[int] | None]:
-        """Choose the token at ``pos``, ``r`` positions before the output's deadline, so that the output
-        can still be finished.
-
-        ``plan`` is a completion from the current state found at the previous position (or None). The
-        model's choice ``tok`` is kept when it follows the plan or a completion in ``r - 1`` tokens is
-        found after it; otherwise the plan's first token (EOS when the output is already complete) is
-        taken, searching for a plan when there is none. When no completion is found at all the model's
-        choice stands, and the searches rest for the next 8 positions (they would fail again) unless the
-        deadline is within 8. Returns (token, a completion after it or None); at most two searches.
-        """
-        if plan is not None and len(plan) > r:
-            plan = None
-        if plan and plan[0] == tok:
-            return tok, plan[1:]
-        if plan is None and pos < self._search_rest_until and r > 8:
-            return tok, None
-        after = self._path_after(tok, r - 1, self.search_budget)
-        if after is not None:
-            return tok, after
-        if plan is None:
-            plan = self._finish_path(r, [self.search_budget])
-        if plan is None:
-            self._search_rest_until = pos + 8
-            return tok, None
-        if not plan:
-            return self.eos, []
-        return plan[0], plan[1:]
 
     # -- the interface -------------------------------------------------------------------------------
 
@@ -312,8 +282,14 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
         zone = self.endgame  # steer this many positions before the deadline
         if deadline and self.endgame and j - v.f > self.endgame:
             # a long output may need more than the endgame to finish: widen it to twice a completion
-            # found from here (or to everything when none is found), and start from that completion
-            plan = self._finish_path(j - v.f, [4 * self.search_budget])
+            # found from here (or to everything when none is found), and start from that completion.
+            # A search that finds nothing is the costly kind (its whole budget): after one, the next
+            # 8 frontier positions take the same answer without searching, and so does the steering
+            if v.f >= self._wide_rest_until:
+                plan = self._finish_path(j - v.f, [4 * self.search_budget])
+                if plan is None:
+                    self._wide_rest_until = v.f + 8
+                    self._search_rest_until = max(self._search_rest_until, v.f + 8)
             zone = j - v.f if plan is None else max(self.endgame, 2 * len(plan) + 8)
         tops: list[list[int]] | None = None
         tops_from = v.f
