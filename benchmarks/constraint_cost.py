@@ -265,9 +265,9 @@ class LineTracer:
 _BY_FUNCTION = {"_prefix_walk": "prefix walk", "_decode": "decode", "step_any": "alpha (forward)",
                 "step_masked_fwd": "alpha (forward)", "_forward": "alpha (forward)", "_alpha": "alpha (forward)",
                 "step_masked_back": "viterbi (backward)", "_backward": "viterbi (backward)",
-                "_sparse_rows": "viterbi (backward)",
+                "_sparse_rows": "viterbi (backward)",  # the feasibility pass gathers them too
                 "_allowed_classes": "allowed classes", "_allowed_free": "allowed classes",
-                "_next_rows": "allowed classes"}
+                "state_set": "alpha (forward)"}
 
 
 def _line_sections(code) -> dict[int, str]:

@@ -77,6 +77,7 @@ class AutomatonConstraint(Constraint):
         self._lock = threading.Lock()
         self._min = None
         self._coreach = None
+        self._edges = None
 
     @classmethod
     def build(cls, spec, vocab: TokenVocab) -> "AutomatonConstraint":
@@ -103,8 +104,32 @@ class AutomatonConstraint(Constraint):
         """Sorted states reachable from ``states`` through any class (the dead state dropped)."""
         if self.succ is not None:
             return np.flatnonzero(self.succ[states].any(axis=0))
-        out = np.unique(self.nxt[states])
+        return self.state_set(self.nxt[states])
+
+    def state_set(self, states: np.ndarray) -> np.ndarray:
+        """The sorted distinct states of ``states`` (any shape), the dead state dropped. Large inputs mark a
+        bool vector over the states instead of sorting: 3-5x faster than ``np.unique`` on the thousands of
+        live states of a seven-tool call's DFA."""
+        if states.size > 1024:
+            mark = np.zeros(self.dfa.n_states, dtype=bool)
+            mark[states.ravel()] = True
+            mark[self.dfa.dead] = False
+            return np.flatnonzero(mark)
+        out = np.unique(states)
         return out[out != self.dfa.dead]
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The live transitions in CSR form, built once: ``(indptr [Q+1], classes, targets)``; state ``q``'s
+        are ``indptr[q]:indptr[q+1]``, in class order, the dead state's left out. Sweeps over large state
+        sets gather these instead of scanning ``next[a]`` over every class (the mean out-degree of a
+        seven-tool call's DFA is 52 of 416 classes)."""
+        with self._lock:
+            if self._edges is None:
+                src, cl = np.nonzero(self.nxt != self.dfa.dead)
+                indptr = np.zeros(self.dfa.n_states + 1, dtype=np.int64)
+                np.cumsum(np.bincount(src, minlength=self.dfa.n_states), out=indptr[1:])
+                self._edges = (indptr, cl.astype(np.int64), self.nxt[src, cl].astype(np.int64))
+            return self._edges
 
     def suffix_sets(self, k: int) -> np.ndarray:
         """``B[0..k]``: ``B[j][q]`` is True when q accepts within exactly ``j`` tokens (EOS pads)."""

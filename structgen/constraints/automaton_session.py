@@ -64,7 +64,6 @@ class AutomatonSession(ConstraintSession):
         self._prefix_state = constraint.dfa.start
         self._memo: tuple | None = None  # (canvas bytes, rows bytes, sweep) of the last feasibility sweep
         self._alpha_memo: tuple | None = None
-        self._rows_cache: dict[bytes, np.ndarray] = {}
         self._free_cache: dict[tuple, np.ndarray] = {}
         self._sparse_cache: dict[bytes, tuple] = {}
 
@@ -123,12 +122,15 @@ class AutomatonSession(ConstraintSession):
                 a = alpha[t - f]
                 if not masked[t]:
                     v = live[nxt[a, cls[t]]]
-                else:
-                    cand = live.take(self._next_rows(a))  # [|a|, C]
+                else:  # over the live transitions of the set: a segment "any" per source state
+                    src_has, e_cls, e_tgt, starts, _, _ = self._sparse_rows(a)
+                    ok = live[e_tgt]
                     i = row_at.get(t)
                     if i is not None:
-                        allowed[i] = cand.any(axis=0)
-                    v = cand.any(axis=1)
+                        allowed[i, e_cls[ok]] = True
+                    v = np.zeros(len(a), dtype=bool)
+                    if len(ok):
+                        v[src_has] = np.logical_or.reduceat(ok, starts)
                 live = np.zeros(d.n_states, dtype=bool)
                 live[a] = v
             sw.allowed, sw.args, sw.v0 = allowed, None, 0.0 if live[q0] else NEG
@@ -173,34 +175,30 @@ class AutomatonSession(ConstraintSession):
         if r is None:
             if len(self._free_cache) >= 1024:
                 self._free_cache.clear()
-            r = self._free_cache[key] = self.B[k].take(self._next_rows(a)).any(axis=0)
+            _, e_cls, e_tgt, _, _, _ = self._sparse_rows(a)
+            r = np.zeros(self.constraint.n_classes, dtype=bool)
+            r[e_cls[self.B[k][e_tgt]]] = True
+            self._free_cache[key] = r
         return r
 
     def _sparse_rows(self, a: np.ndarray):
-        """The non-dead transitions out of live set ``a``, grouped by source state (cached):
-        (indices into ``a`` that have any, their classes, their targets, segment starts, the segment of each
-        transition, and 0..n-1)."""
+        """The live transitions out of state set ``a``, grouped by source state (cached): (indices into ``a``
+        that have any, their classes, their targets, segment starts, the segment of each transition, and
+        0..n-1). Gathered from the constraint's CSR edges: O(transitions), not O(|a| x classes)."""
         key = a.tobytes()
         r = self._sparse_cache.get(key)
         if r is None:
-            rows = self._next_rows(a)
-            src, cl = np.nonzero(rows != self.constraint.dfa.dead)
-            tgt = rows[src, cl]
-            has, starts, counts = np.unique(src, return_index=True, return_counts=True)
-            seg_of = np.repeat(np.arange(len(has)), counts)
+            indptr, cls, tgt = self.constraint.edges()
+            lo = indptr[a]
+            deg = indptr[a + 1] - lo
+            first = np.cumsum(deg) - deg  # where each state's transitions start in the gathered arrays
+            n = int(deg.sum())
+            idx = np.repeat(lo - first, deg) + np.arange(n)
+            has = np.flatnonzero(deg)
             if len(self._sparse_cache) >= 256:
                 self._sparse_cache.clear()
-            r = self._sparse_cache[key] = (has, cl, tgt, starts, seg_of, np.arange(len(tgt)))
-        return r
-
-    def _next_rows(self, a: np.ndarray) -> np.ndarray:
-        """``next[a]`` for a live state set, cached: saturated sets recur across positions and steps."""
-        key = a.tobytes()
-        r = self._rows_cache.get(key)
-        if r is None:
-            if len(self._rows_cache) >= 256:
-                self._rows_cache.clear()
-            r = self._rows_cache[key] = self.constraint.nxt[a]
+            r = self._sparse_cache[key] = (has, cls[idx], tgt[idx], first[has],
+                                           np.repeat(np.arange(len(has)), deg[has]), np.arange(n))
         return r
 
     def _alpha(self, c: np.ndarray, masked: np.ndarray, cls: np.ndarray, f: int, q0: int, end: int) -> list:
@@ -210,7 +208,7 @@ class AutomatonSession(ConstraintSession):
         if self._alpha_memo is not None and self._alpha_memo[0] == key:
             return self._alpha_memo[1]
         k = self.constraint
-        nxt, dead = k.nxt, k.dfa.dead
+        nxt = k.nxt
         alpha = [np.array([q0], dtype=np.int64)]
         for t in range(f, end):
             a = alpha[-1]
@@ -221,8 +219,7 @@ class AutomatonSession(ConstraintSession):
                     continue
                 alpha.append(k.step_any(a))
             else:
-                b = np.unique(nxt[a, cls[t]])
-                alpha.append(b[b != dead])
+                alpha.append(k.state_set(nxt[a, cls[t]]))
         self._alpha_memo = (key, alpha)
         return alpha
 
