@@ -56,6 +56,16 @@ def test_copying_puts_mass_on_visible_tokens_only():
     assert lone[0, 1, 7] == pytest.approx(1.0, abs=1e-4) and torch.allclose(lone.sum(-1), torch.ones(1, 3), atol=1e-4)
 
 
+def test_tail_path_matches_the_full_forward():
+    """Inference asks for the canvas rows only: the pointer's queries and the mixture from ``start`` on."""
+    m = _model()
+    ids, att = _ids()
+    with torch.no_grad():
+        full = m(input_ids=ids, attention_mask=att).logits
+        for start in (0, 2, 6):
+            assert torch.allclose(m.tail_log_probs(ids, att, start), full[:, start:], atol=1e-5)
+
+
 def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer():
     m = _model().train()
     ids, att = _ids()

@@ -113,6 +113,22 @@ def test_hf_masked_lm_loads_local_modernbert(tiny_model, tiny_tok):
     assert v.size == m.vocab_size and v.mask_id == m.mask_id and v.eos_id == m.eos_id
 
 
+def test_logits_from_a_start_position_are_the_full_logits_sliced(tiny_model, tiny_tok):
+    """The sampler asks for the canvas rows only (``start=P``): ModernBERT runs its output layer there alone,
+    other backends slice; the values are the full forward's."""
+    ids = torch.randint(5, len(tiny_tok), (2, 20))
+    ids[:, 12:] = tiny_model.mask_id
+    for m in (tiny_model, RandomLogits(tiny_tok, seed=3)):
+        full = m.logits(ids)
+        if isinstance(m, RandomLogits):
+            m = RandomLogits(tiny_tok, seed=3)  # the same call sequence
+        tail = m.logits(ids, start=9)
+        assert tail.shape == (2, 11, full.shape[-1]) and torch.allclose(tail, full[:, 9:], atol=1e-5)
+    for bad in (-1, 20):
+        with pytest.raises(ConfigError, match="outside the 20 positions"):
+            tiny_model.logits(ids, start=bad)
+
+
 def test_hf_masked_lm_from_model_and_dtype(tiny_dir, tiny_tok):
     from transformers import AutoModelForMaskedLM
 

@@ -1,8 +1,9 @@
 """The model protocol every backend implements: a tokenizer, a mask id, and logits at every position.
 
 ``DiffusionModel`` owns what is common to all backends: the ``logits`` contract (inference mode, the
-model's device, float32, shape ``[B, L, vocab_size]``), turning a prompt (text or chat messages) into token
-ids, and the constraint layer's view of the vocabulary (``vocab()``). A backend implements ``_logits``.
+model's device, float32, shape ``[B, L, vocab_size]``, or from a start position on), turning a prompt (text or chat messages) into token
+ids, and the constraint layer's view of the vocabulary (``vocab()``). A backend implements ``_logits``,
+and ``_logits_from`` when it can skip the prompt's rows.
 
 Chat rendering (``encode_prompt`` with a list of ``{"role", "content"}`` messages), first match wins:
 
@@ -53,9 +54,15 @@ class DiffusionModel(abc.ABC):
     def _logits(self, ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         """Backend forward pass: ``ids`` is a LongTensor ``[B, L]`` on ``self.device``; returns ``[B, L, V]``."""
 
+    def _logits_from(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, start: int) -> torch.Tensor:
+        """Logits ``[B, L - start, V]`` of positions ``start..``: a backend that can skip the prompt's rows
+        (the output layer is per position) overrides this; by default the full logits, sliced."""
+        return self._logits(ids, attention_mask)[:, start:]
+
     def logits(self, ids: torch.Tensor | Sequence[Sequence[int]],
-               attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Logits ``[B, L, vocab_size]`` (float32, on ``self.device``) for token ids ``[B, L]`` on any device.
+               attention_mask: torch.Tensor | None = None, *, start: int = 0) -> torch.Tensor:
+        """Logits ``[B, L - start, vocab_size]`` (float32, on ``self.device``) for token ids ``[B, L]`` on any
+        device: every position, or from position ``start`` on (the sampler asks for the canvas only).
 
         ``attention_mask`` (``[B, L]``, 1 = attend) is optional: for batches of left-padded prompts.
         """
@@ -73,8 +80,10 @@ class DiffusionModel(abc.ABC):
         ids = ids.to(self.device)
         if attention_mask is not None:
             attention_mask = torch.as_tensor(attention_mask).to(self.device)
+        if not 0 <= start < ids.shape[1]:
+            raise ConfigError(f"{self.name}: start={start} is outside the {ids.shape[1]} positions given")
         with torch.inference_mode():
-            out = self._logits(ids, attention_mask)
+            out = self._logits(ids, attention_mask) if start == 0 else self._logits_from(ids, attention_mask, start)
             if out.shape[-1] != self.vocab_size:  # pragma: no cover - a backend bug, not a user error
                 raise ConfigError(f"{self.name} returned logits of width {out.shape[-1]}, expected {self.vocab_size}")
             return out.float()

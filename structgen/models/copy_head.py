@@ -54,16 +54,17 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return int(mask_id)
 
     def mixed_log_probs(self, hidden: torch.Tensor, ids: torch.Tensor, sources: torch.Tensor,
-                        rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+                        rows: torch.Tensor, cols: torch.Tensor, *, q_start: int = 0) -> torch.Tensor:
         """``log p`` ``[N, V]`` at positions ``(rows, cols)`` from the last hidden states ``[B, L, d]``;
-        ``sources`` ``[B, L]`` marks the tokens a position may copy from."""
-        q = self.copy_q(hidden)
+        ``sources`` ``[B, L]`` marks the tokens a position may copy from. Every ``cols`` is at least
+        ``q_start``: the pointer's queries are computed from there on only."""
+        q = self.copy_q(hidden[:, q_start:])
         k = self.copy_k(hidden)
-        scores = torch.matmul(q, k.transpose(1, 2)).float() / COPY_DIM ** 0.5  # [B, L, L]
+        scores = torch.matmul(q, k.transpose(1, 2)).float() / COPY_DIM ** 0.5  # [B, L - q_start, L]
         n = torch.arange(rows.numel(), device=hidden.device)
         src = sources[rows]  # [N, L]: what each position may copy from ...
         src[n, cols] = False  # ... never itself
-        scores = scores[rows, cols].masked_fill(~src, _NEG)
+        scores = scores[rows, cols - q_start].masked_fill(~src, _NEG)
         attn = torch.softmax(scores, dim=-1) * src  # exact zeros off the sources
         p_copy = torch.zeros(rows.numel(), self.config.vocab_size, dtype=attn.dtype, device=attn.device)
         p_copy.scatter_add_(1, ids[rows], attn)
@@ -81,6 +82,16 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         hidden = self.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
         rows, cols = torch.nonzero(masked, as_tuple=True)
         return self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask) & ~masked, rows, cols)
+
+    def tail_log_probs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, start: int) -> torch.Tensor:
+        """``log p`` ``[B, L - start, V]`` at positions ``start..`` only (inference: the canvas, not the
+        prompt); the same values as ``forward``'s there."""
+        hidden = self.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
+        B, L = ids.shape
+        rows = torch.arange(B, device=ids.device).repeat_interleave(L - start)
+        cols = torch.arange(start, L, device=ids.device).repeat(B)
+        logp = self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask), rows, cols, q_start=start)
+        return logp.view(B, L - start, -1)
 
     def _sources(self, ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         visible = ids != self.copy_mask_id

@@ -195,3 +195,14 @@ class HFMaskedLM(DiffusionModel):
     def _logits(self, ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         out = self.model(input_ids=ids, attention_mask=attention_mask)
         return out.logits
+
+    def _logits_from(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, start: int) -> torch.Tensor:
+        """The output layer at positions ``start..`` only: the copy-head model's ``tail_log_probs``, or
+        ModernBERT-style ``model`` / ``head`` / ``decoder`` parts; other models slice the full logits."""
+        m = self.model
+        if hasattr(m, "tail_log_probs"):
+            return m.tail_log_probs(ids, attention_mask, start)
+        if all(hasattr(m, a) for a in ("model", "head", "decoder")):
+            hidden = m.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
+            return m.decoder(m.head(hidden[:, start:]))
+        return self._logits(ids, attention_mask)[:, start:]

@@ -91,7 +91,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         w0, w1 = win
         t0 = time.perf_counter()
         ids = torch.cat([prompt_ids, torch.where(masked, torch.full_like(canvas, mask_id), canvas)])
-        logits = model.logits(ids[None])[0, P:P + T].to(device)
+        logits = model.logits(ids[None], start=P)[0, :T].to(device)
         stats.nfe += 1
         # the model's distribution (and sampling noise) for the block rows only; the engines read no other
         logprobs = logits if logits.dtype == torch.float32 else logits.float()
