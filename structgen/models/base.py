@@ -1,9 +1,9 @@
 """The model protocol every backend implements: a tokenizer, a mask id, and logits at every position.
 
 ``DiffusionModel`` owns what is common to all backends: the ``logits`` contract (inference mode, the
-model's device, float32, shape ``[B, L, vocab_size]``, or from a start position on), turning a prompt (text or chat messages) into token
-ids, and the constraint layer's view of the vocabulary (``vocab()``). A backend implements ``_logits``,
-and ``_logits_from`` when it can skip the prompt's rows.
+model's device, float32, shape ``[B, L, vocab_size]``, or from a start position on), turning a prompt
+(text or chat messages) into token ids, and the constraint layer's view of the vocabulary (``vocab()``).
+A backend implements ``_logits``, and ``_logits_from`` when it can skip the prompt's rows.
 
 Chat rendering (``encode_prompt`` with a list of ``{"role", "content"}`` messages), first match wins:
 
