@@ -250,9 +250,9 @@ def test_the_outermost_single_table_query_names_only_what_its_from_declares(cons
 
 
 def test_the_outermost_join_declares_every_alias_it_uses_exactly_once(constraint, vocab, spec):
-    """A top-level join whose tables are all declared ``t AS a`` uses only the aliases its FROM declares,
-    each declared once, in any order (one scope per set of tables); self-joins, bare table names and
-    subqueries in FROM keep the permissive scope."""
+    """A top-level join whose tables are all declared ``t AS a`` (or all by bare name) uses only the names
+    its FROM declares, each declared once, in any order (one scope per set of tables and way of naming
+    them) or a self-join; a FROM that starts with a subquery keeps the permissive scope."""
     enc = vocab.encode
     join = "FROM customers AS c JOIN orders AS o ON o.customer_id = c.id"
     for q in (f"SELECT c.name, o.id {join}", f"SELECT c.name {join}",
@@ -263,6 +263,16 @@ def test_the_outermost_join_declares_every_alias_it_uses_exactly_once(constraint
               "SELECT c.name, c2.name FROM customers AS c JOIN customers AS c2 ON c2.city = c.city",
               "SELECT customers.name FROM customers JOIN orders ON orders.customer_id = customers.id"):
         assert constraint.accepts(enc(q)), q
+    bare = "FROM customers JOIN orders ON orders.customer_id = customers.id"
+    for q in (f"SELECT products.name {bare}", f"SELECT customers.name {bare} JOIN customers ON 1",
+              "SELECT COUNT(oi.quantity) FROM customers AS c INNER JOIN customers AS c2 ON c.id = c2.id"):
+        assert not constraint.accepts(enc(q)), q
+        assert _issues(validators_for(spec), q), q
+    # the canonical form's narrowing: a top-level join names all its tables one way (all aliased or all bare)
+    for q in ("SELECT c.name FROM customers AS c JOIN orders ON orders.customer_id = c.id",
+              "SELECT c.country FROM customers AS c JOIN products AS p ON p.id = c.id JOIN orders ON 0",
+              "SELECT c.name FROM customers AS c JOIN customers AS c2 ON c2.id = c.id JOIN orders AS o ON 1"):
+        assert not constraint.accepts(enc(q)), q
     for q in ("SELECT c.country, SUM(oi.quantity) AS n FROM customers AS c JOIN products AS p ON o.customer_id = c.id",
               "SELECT COUNT(oi.quantity) FROM customers AS c INNER JOIN customers AS c ON o.customer_id = c.id",
               f"SELECT c.name {join} WHERE p.price > 3", f"SELECT p.name {join}",

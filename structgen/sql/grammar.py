@@ -55,18 +55,23 @@ rules and require llguidance to accept them.
   subquery in FROM: qualified references only, no bare column names). Every expression rule exists once per
   scope (and per aggregate level); ``query`` is the union of the scopes' queries, so every subquery
   chooses its own scope.
-* The outermost query correlates with nothing, so its scopes are exact where the canonical form allows:
-  one single-table scope per table and way of naming it (``FROM customers`` with ``customers.x``, or
-  ``FROM customers AS c`` with ``c.x``; unqualified columns in both; the second alias only in
-  subqueries), and one joined scope per set of two or more tables declared ``t AS a`` (``k{bits}``: only
-  those aliases qualify columns, and the FROM declares each exactly once, in any order, one rule per set
-  declared so far). An alias no FROM declares, or one declared twice, cannot be written there. A
-  top-level FROM with a self-join (``c2``), a bare table name in a join, or a subquery keeps the
-  permissive joined scope (``d``). The price is the scopes parsed in parallel until ``FROM``: about 1.6x
-  the grammar engine's work per token of the single-table scopes alone. What a CFG cannot see is left to
-  the validators: whether a qualified reference's table is in scope in nested queries and in the
-  permissive scopes, a ``LEFT JOIN``'s ``ON`` naming a table declared after it, whether an output alias
-  used in ORDER BY was declared, types.
+* The outermost query correlates with nothing, so its scopes are exact: one single-table scope per table
+  and way of naming it (``FROM customers`` with ``customers.x``, or ``FROM customers AS c`` with ``c.x``;
+  unqualified columns in both); one joined scope per set of two or more tables and way of naming them
+  (``k{bits}``: each ``t AS a``; ``b{bits}``: each by its bare name) in which only those names qualify
+  columns and the FROM declares each table exactly once, in any order (one rule per set declared so
+  far); and one self-join scope per table (``s{i}``: ``t AS a JOIN t AS a2 ON ...``, both aliases). An
+  alias no FROM declares, or one declared twice, cannot be written there. The canonical form's
+  narrowings at the top level: a join names all its tables one way, a self-join joins nothing else, and
+  the second alias appears only in a self-join (all are free in subqueries). A top-level FROM that
+  starts with a subquery, or whose first join is one, keeps the permissive joined scope (``d``): it is
+  chosen by its start, so a query cannot wander into it by adding a join at the end. The price is the
+  scopes parsed in parallel until ``FROM`` (35 at the top level; the grammar engine's work per token on
+  random logits is about what it was with the 9 permissive ones, 41 ms against 39, because the
+  endgame's widening search now rests after a failure). What a CFG cannot see is left to the
+  validators: whether a qualified reference's table is in scope in nested queries and in ``d``, a ``LEFT
+  JOIN``'s ``ON`` naming a table declared after it, whether an output alias used in ORDER BY was
+  declared, types.
 * Output aliases after ``AS`` (and bare in ORDER BY) are ``[a-z][a-z0-9_]{0,29}`` minus SQLite's keywords
   and minus the schema's table names, column names and aliases (so a bare name in ORDER BY is never
   a column in disguise); the terminal is an explicit regex of that difference (no look-around).
@@ -255,32 +260,43 @@ def generic_grammar() -> str:
 
 
 def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, str]]) -> list[_Scope]:
-    """The outermost query's exact joined scopes, one per set ``A`` of two or more tables (scope
-    ``k{bits}``): columns qualified by the first alias of a table in ``A`` only, and a FROM that declares
-    each table of ``A`` exactly once (``t AS a``), in any order. The FROM is one rule per set of tables
-    declared so far (``f{bits}_{done}``), so an alias can be neither missing nor declared twice. Appends
-    the FROM rules to ``des_rules``; returns the scopes."""
+    """The outermost query's exact joined scopes, one per set ``A`` of two or more tables and way of naming
+    them: every table declared ``t AS a`` (scope ``k{bits}``, columns qualified by those aliases) or every
+    table by its bare name (scope ``b{bits}``, columns qualified by those names). Only the names of ``A``
+    qualify columns, and the FROM declares each table of ``A`` exactly once, in any order: one rule per
+    set of tables declared so far (``f{scope}_{done}``), so a name can be neither missing nor declared
+    twice. Then one self-join scope per table (``s{i}``: ``t AS a JOIN t AS a2 ON ...``, qualified by
+    both aliases, nothing else joined). Appends the FROM rules to ``des_rules``; returns the scopes."""
     tables = schema.tables
-    tas = [f'{_lit(quote_ident(t.name))} " AS " {_lit(aliases[t.name][0])}' for t in tables]
+    styles = {"k": [(f'{_lit(quote_ident(t.name))} " AS " {_lit(aliases[t.name][0])}', aliases[t.name][0])
+                    for t in tables],
+              "b": [(_lit(quote_ident(t.name)), quote_ident(t.name)) for t in tables]}
     scopes = []
-    for bits in range(1, 1 << len(tables)):
-        members = [i for i in range(len(tables)) if bits >> i & 1]
-        if len(members) < 2:
-            continue
-        s = f"k{bits}"
-        for done in range(1, bits):
-            if done & bits != done or done == bits:
+    for style, named in styles.items():
+        for bits in range(1, 1 << len(tables)):
+            members = [i for i in range(len(tables)) if bits >> i & 1]
+            if len(members) < 2:
                 continue
-            alts = []
-            for i in members:
-                if not done >> i & 1:
-                    rest = "" if done | 1 << i == bits else f" f{bits}_{done | 1 << i}"
-                    alts.append(f'JOIN_KW {tas[i]} " ON " expr_{s}_n{rest}')
-            des_rules.append((f"f{bits}_{done}", " | ".join(alts)))
-        col = " | ".join(f'{_lit(aliases[tables[i].name][0])} "." cols_{i}' for i in members)
-        star = "(" + " | ".join(_lit(aliases[tables[i].name][0]) for i in members) + ') ".*"'
-        from_ = " | ".join(f"{tas[i]} f{bits}_{1 << i}" for i in members)
-        scopes.append(_Scope(s, col, from_, order_alias=True, star=star))
+            s = f"{style}{bits}"
+            for done in range(1, bits):
+                if done & bits != done:
+                    continue
+                alts = []
+                for i in members:
+                    if not done >> i & 1:
+                        rest = "" if done | 1 << i == bits else f" f{s}_{done | 1 << i}"
+                        alts.append(f'JOIN_KW {named[i][0]} " ON " expr_{s}_n{rest}')
+                des_rules.append((f"f{s}_{done}", " | ".join(alts)))
+            col = " | ".join(f'{_lit(named[i][1])} "." cols_{i}' for i in members)
+            star = "(" + " | ".join(_lit(named[i][1]) for i in members) + ') ".*"'
+            from_ = " | ".join(f"{named[i][0]} f{s}_{1 << i}" for i in members)
+            scopes.append(_Scope(s, col, from_, order_alias=True, star=star))
+    for i, t in enumerate(tables):  # a self-join: the table under both its aliases, and nothing else
+        a1, a2 = (_lit(a) for a in aliases[t.name])
+        tname = _lit(quote_ident(t.name))
+        scopes.append(_Scope(f"s{i}", f'({a1} | {a2}) "." cols_{i}',
+                             f'{tname} " AS " {a1} JOIN_KW {tname} " AS " {a2} " ON " expr_s{i}_n',
+                             order_alias=True, star=f'({a1} | {a2}) ".*"'))
     return scopes
 
 
@@ -320,10 +336,10 @@ def specialise(schema: DbSchema) -> str:
     qcol_alts.append('des_sub "." cols_sub')
     star_alts.append("des_sub")
     scopes.append(_Scope("j", "qcol", "tref (join)+ | derived (join)*", order_alias=True))
-    # the outermost query with a subquery in FROM, or a table's second alias (a self-join), keeps the
-    # permissive joined scope
-    tops.append(_Scope("d", "qcol", "derived (join)* | (tref2 | tbare) (join)+ | tref (join)* jspecial (join)*",
-                       order_alias=True))
+    # the outermost query whose FROM starts with a subquery or a self-join (a table's second alias, or a
+    # subquery, as the first join) keeps the permissive joined scope; a FROM that starts otherwise is one of
+    # the exact scopes, so a query cannot wander into this one by adding a join at the end
+    tops.append(_Scope("d", "qcol", "derived (join)* | tref jderived (join)*", order_alias=True))
     rules.append(("top", " | ".join(f"query_{sc.name}" for sc in tops)))
     rules.append(("query", " | ".join(f"query_{sc.name}" for sc in scopes)))
     for sc in tops + scopes:
@@ -332,9 +348,7 @@ def specialise(schema: DbSchema) -> str:
         ("tref", " | ".join(tref_alts)),
         ("derived", '"(" query ") AS " des_sub'),
         ("join", 'JOIN_KW (tref | derived) " ON " expr_j_n'),
-        ("tref2", _alts(f'{_lit(quote_ident(t.name))} " AS " {_lit(aliases[t.name][1])}' for t in schema.tables)),
-        ("tbare", _alts(_lit(quote_ident(t.name)) for t in schema.tables)),
-        ("jspecial", 'JOIN_KW (tref2 | tbare | derived) " ON " expr_j_n'),
+        ("jderived", 'JOIN_KW derived " ON " expr_j_n'),
         ("qcol", " | ".join(qcol_alts)),
         ("qstar", f'({" | ".join(star_alts)}) ".*"'),
         ("limit", '(" LIMIT " INT (" OFFSET " INT)?)?'),
@@ -348,5 +362,6 @@ def specialise(schema: DbSchema) -> str:
               "Generated by structgen.sql.grammar.specialise; scopes: "
               + ", ".join(f"t{i}={t.name}" for i, t in enumerate(schema.tables)) + ", j=joined; "
               "the outermost query's scopes: rI_0 (FROM the table), rI_1 (FROM it AS its alias), kBITS (a join of the "
-              "tables in BITS, each AS its alias) and d (the rest).")
+              "tables in BITS, each AS its alias), bBITS (the same by bare names), sI (a self-join) and d (a "
+              "subquery in FROM).")
     return _render(header, rules, terminals)
