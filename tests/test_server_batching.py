@@ -49,6 +49,24 @@ def test_concurrent_calls_become_one_padded_batch_with_the_same_logits(tiny_mode
         proxy.close()
 
 
+def test_batched_callers_get_the_rows_from_their_own_start(tiny_model):
+    """The sampler asks for its canvas rows only (``start=P``); a batch of callers with different prompt
+    lengths runs the output layer from the smallest start and hands each its own rows."""
+    seqs = [torch.randint(10, 4000, (1, n), generator=torch.Generator().manual_seed(n)) for n in (17, 40, 29)]
+    starts = [5, 31, 0]
+    alone = [tiny_model.logits(s)[:, st:] for s, st in zip(seqs, starts, strict=True)]
+    proxy = BatchingModel(tiny_model, window_s=5.0, max_batch=8)
+    try:
+        with proxy.generation(), proxy.generation(), proxy.generation():
+            batched = _in_threads(lambda i: proxy.logits(seqs[i], start=starts[i]), 3)
+        assert proxy.stats.batches == 1
+        for a, b in zip(alone, batched, strict=True):
+            assert b.shape == a.shape and torch.allclose(a, b, atol=1e-4), (a - b).abs().max()
+        assert torch.allclose(proxy.logits(seqs[1], start=31), alone[1], atol=1e-4)  # a lone caller
+    finally:
+        proxy.close()
+
+
 def test_a_lone_caller_waits_for_nobody():
     model = sg.models.RandomLogits(default_tokenizer())
     proxy = BatchingModel(model, window_s=30.0)

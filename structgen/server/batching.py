@@ -1,8 +1,9 @@
 """``BatchingModel``: one model shared by concurrent generations, their forward passes run as batches.
 
-Each generation runs the sampler loop in its own worker thread and calls ``model.logits(ids)`` once per step.
-The proxy queues those calls; one batcher thread gathers them and runs them as a single forward pass of the
-wrapped model, then hands every caller its own rows. It flushes as soon as every generation in flight (see
+Each generation runs the sampler loop in its own worker thread and calls ``model.logits(ids, start=P)`` once
+per step (the canvas rows only). The proxy queues those calls; one batcher thread gathers them and runs them
+as a single forward pass of the wrapped model (its output layer from the smallest start on), then hands
+every caller its own rows. It flushes as soon as every generation in flight (see
 :meth:`BatchingModel.generation`) is waiting, when ``max_batch`` rows are queued, or when ``window_s`` has
 passed since the first queued call, so a lone request waits for nobody.
 
@@ -31,6 +32,7 @@ __all__ = ["BatchingModel"]
 @dataclass
 class _Call:
     ids: torch.Tensor  # [B, L] on the model's device
+    start: int = 0  # the caller wants the logits of positions start.. only
     done: threading.Event = field(default_factory=threading.Event)
     out: torch.Tensor | None = None
     error: BaseException | None = None
@@ -104,9 +106,13 @@ class BatchingModel(DiffusionModel):
                 self._cv.notify_all()
 
     def _logits(self, ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return self._logits_from(ids, attention_mask, 0)
+
+    def _logits_from(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, start: int) -> torch.Tensor:
         if attention_mask is not None and not bool(attention_mask.bool().all()):
-            return self.inner.logits(ids, attention_mask)  # already a padded batch: run it as it is
-        call = _Call(ids)
+            # already a padded batch: run it as it is
+            return self.inner.logits(ids, attention_mask, start=start)
+        call = _Call(ids, start)
         with self._cv:
             if self._closed:
                 raise ConfigError("the batching model is closed (the server is shutting down)")
@@ -157,7 +163,7 @@ class BatchingModel(DiffusionModel):
             if batch is None:
                 return
             try:
-                outs = self._forward([c.ids for c in batch])
+                outs = self._forward([c.ids for c in batch], [c.start for c in batch])
                 for c, o in zip(batch, outs, strict=True):
                     c.out = o
             except BaseException as e:  # noqa: BLE001 - handed to every caller of the batch
@@ -166,14 +172,15 @@ class BatchingModel(DiffusionModel):
             for c in batch:
                 c.done.set()
 
-    def _forward(self, seqs: list[torch.Tensor]) -> list[torch.Tensor]:
-        """One forward pass over ``seqs`` (each ``[B_i, L_i]``), split back per caller."""
+    def _forward(self, seqs: list[torch.Tensor], starts: list[int]) -> list[torch.Tensor]:
+        """One forward pass over ``seqs`` (each ``[B_i, L_i]``), split back per caller: caller ``i`` gets
+        positions ``starts[i]..L_i`` (the pass computes the output layer from the smallest start on)."""
         self.stats.batches += 1
         n_rows = sum(s.shape[0] for s in seqs)
         self.stats.sequences += n_rows
         self.stats.largest = max(self.stats.largest, n_rows)
         if len(seqs) == 1:
-            return [self.inner.logits(seqs[0])]
+            return [self.inner.logits(seqs[0], start=starts[0])]
         width = max(s.shape[1] for s in seqs)
         ids = torch.full((n_rows, width), self.pad_id, dtype=torch.long, device=self.device)
         mask = torch.zeros((n_rows, width), dtype=torch.long, device=self.device)
@@ -182,9 +189,10 @@ class BatchingModel(DiffusionModel):
             ids[r:r + s.shape[0], :s.shape[1]] = s
             mask[r:r + s.shape[0], :s.shape[1]] = 1
             r += s.shape[0]
-        out = self.inner.logits(ids, None if bool(mask.all()) else mask)
+        first = min(starts)
+        out = self.inner.logits(ids, None if bool(mask.all()) else mask, start=first)
         parts, r = [], 0
-        for s in seqs:
-            parts.append(out[r:r + s.shape[0], :s.shape[1]])
+        for s, st in zip(seqs, starts, strict=True):
+            parts.append(out[r:r + s.shape[0], st - first:s.shape[1] - first])
             r += s.shape[0]
         return parts
