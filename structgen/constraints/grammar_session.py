@@ -64,6 +64,9 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
       all other rows are all False (the engine cannot tell them yet).
     """
 
+    #: the widening search's budget, in units of ``search_budget``
+    widen_budget = 2
+
     def __init__(self, constraint: GrammarConstraint, length: int, device: torch.device | str = "cpu",
                  *, max_run: int = 64, endgame: int = 32, search_budget: int = 256):
         super().__init__(constraint, length, device)
@@ -286,7 +289,7 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
             # A search that finds nothing is the costly kind (its whole budget): after one, the next
             # 8 frontier positions take the same answer without searching, and so does the steering
             if v.f >= self._wide_rest_until:
-                plan = self._finish_path(j - v.f, [4 * self.search_budget])
+                plan = self._finish_path(j - v.f, [self.widen_budget * self.search_budget])
                 if plan is None:
                     self._wide_rest_until = v.f + 8
                     self._search_rest_until = max(self._search_rest_until, v.f + 8)
