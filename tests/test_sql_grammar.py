@@ -283,6 +283,27 @@ def test_the_outermost_join_declares_every_alias_it_uses_exactly_once(constraint
     assert not constraint.accepts_prefix(enc("SELECT oi.quantity FROM customers AS c JOIN orders AS o ON o.id = c.id WHERE"))
 
 
+def test_a_schema_past_the_exact_join_limit_keeps_top_level_joins_permissive(tmp_path, tok4k, vocab):
+    """One scope per set of tables is 2 x (2^n - n - 1) + n scopes: past ``EXACT_JOIN_MAX_TABLES`` tables
+    the outermost joins stay permissive (the validators check them), and the grammar stays small."""
+    from structgen.sql.grammar import EXACT_JOIN_MAX_TABLES
+
+    n = EXACT_JOIN_MAX_TABLES + 1
+    path = tmp_path / "wide.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript("".join(f"CREATE TABLE t{i} (id INTEGER, v{i} TEXT);" for i in range(n)))
+    conn.close()
+    spec = sg.Sql(path, explain=False, second_opinion=False)
+    assert "query_k" not in spec.text and "query_j" in spec.text.split("top:")[1].split("\n")[0]
+    c = sg.compile(spec, tok4k)
+    aliases = table_aliases(spec.schema)
+    a0, a1 = aliases["t0"][0], aliases["t1"][0]
+    join = f"SELECT {a0}.v0 FROM t0 AS {a0} JOIN t1 AS {a1} ON {a1}.id = {a0}.id"
+    assert c.accepts(vocab.encode(join))
+    assert c.accepts(vocab.encode(join.replace(f"SELECT {a0}.v0", f"SELECT {aliases['t2'][0]}.v2")))  # permissive
+    assert not c.accepts(vocab.encode(f"SELECT {a1}.v1 FROM t0 AS {a0}"))  # single-table scopes stay exact
+
+
 def test_joined_queries_use_qualified_columns_only(constraint, vocab):
     ok = "SELECT c.name, o.id FROM customers AS c JOIN orders AS o ON o.customer_id = c.id WHERE o.status = 'pending'"
     assert constraint.accepts(vocab.encode(ok))
