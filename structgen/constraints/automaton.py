@@ -128,7 +128,7 @@ class AutomatonConstraint(Constraint):
                 src, cl = np.nonzero(self.nxt != self.dfa.dead)
                 indptr = np.zeros(self.dfa.n_states + 1, dtype=np.int64)
                 np.cumsum(np.bincount(src, minlength=self.dfa.n_states), out=indptr[1:])
-                self._edges = (indptr, cl.astype(np.int64), self.nxt[src, cl].astype(np.int64))
+                self._edges = (indptr, cl.astype(np.int32), self.nxt[src, cl].astype(np.int32))
             return self._edges
 
     def suffix_sets(self, k: int) -> np.ndarray:
