@@ -273,14 +273,16 @@ def test_the_outermost_join_declares_every_alias_it_uses_exactly_once(constraint
               "SELECT c.country FROM customers AS c JOIN products AS p ON p.id = c.id JOIN orders ON 0",
               "SELECT c.name FROM customers AS c JOIN customers AS c2 ON c2.id = c.id JOIN orders AS o ON 1"):
         assert not constraint.accepts(enc(q)), q
-    for q in ("SELECT c.country, SUM(oi.quantity) AS n FROM customers AS c JOIN products AS p ON o.customer_id = c.id",
+    for q in ("SELECT c.country, SUM(oi.quantity) AS n FROM customers AS c "
+              "JOIN products AS p ON o.customer_id = c.id",
               "SELECT COUNT(oi.quantity) FROM customers AS c INNER JOIN customers AS c ON o.customer_id = c.id",
               f"SELECT c.name {join} WHERE p.price > 3", f"SELECT p.name {join}",
               f"SELECT c.name {join} JOIN orders AS o ON o.id = c.id", f"SELECT c.name {join} ORDER BY oi.quantity"):
         assert not constraint.accepts(enc(q)), q
         assert _issues(validators_for(spec), q), q  # what the grammar now excludes, SQLite rejects too
     assert not constraint.accepts_prefix(enc(f"SELECT c.name {join} WHERE p."))
-    assert not constraint.accepts_prefix(enc("SELECT oi.quantity FROM customers AS c JOIN orders AS o ON o.id = c.id WHERE"))
+    assert not constraint.accepts_prefix(
+        enc("SELECT oi.quantity FROM customers AS c JOIN orders AS o ON o.id = c.id WHERE"))
 
 
 def test_a_schema_past_the_exact_join_limit_keeps_top_level_joins_permissive(tmp_path, tok4k, vocab):
