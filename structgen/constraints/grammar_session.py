@@ -118,18 +118,6 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
             )
         return _View(ids, f, e, eos)
 
-    def _fits(self, tok: int, seg: list[int], need_end: bool) -> bool:
-        """Whether ``tok`` at the position before the committed segment lets the segment follow."""
-        m = self._m
-        if tok == self.eos:
-            return not seg
-        if m.try_consume_tokens([tok]) != 1:
-            return False
-        n = m.try_consume_tokens(seg) if seg else 0
-        ok = n == len(seg) and (not need_end or m.is_accepting())
-        m.rollback(n + 1)
-        return ok
-
     # -- masks ---------------------------------------------------------------------------------------
 
     def _bitmask(self) -> np.ndarray:
@@ -144,20 +132,6 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
         if not eos_ok:
             rows[:, self.eos] = False
         return rows
-
-    def _fitting_candidates(self, row: torch.Tensor, scores: torch.Tensor | None, seg, need_end,
-                            first_only: bool) -> list[int]:
-        """Allowed tokens of ``row`` that fit the segment, in descending score order (all, or the first)."""
-        idx = row.nonzero().flatten()
-        if scores is not None and idx.numel() > 1:
-            idx = idx[torch.argsort(scores[idx].float(), descending=True, stable=True)]
-        found = []
-        for t in idx.tolist():
-            if self._fits(t, seg, need_end):
-                found.append(t)
-                if first_only:
-                    break
-        return found
 
     # -- the interface -------------------------------------------------------------------------------
 

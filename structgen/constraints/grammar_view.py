@@ -2,8 +2,9 @@
 
 This module owns ``_View`` (a scanned canvas: frontier, first EOS, last committed word),
 ``unpack_bitmasks`` (llguidance bitmasks to boolean rows on any device) and ``_CanvasOps``, the session
-mixin that re-syncs the matcher to the committed prefix, reads committed segments, picks the best
-allowed token, renormalises confidences and builds the errors for a run that cannot go on.
+mixin that re-syncs the matcher to the committed prefix, reads committed segments and checks which
+tokens let them follow, picks the best allowed token, renormalises confidences and builds the errors for a
+run that cannot go on.
 """
 
 from __future__ import annotations
@@ -99,6 +100,32 @@ class _CanvasOps:
         if self.eos in seg:
             return seg[: seg.index(self.eos)], True
         return seg, k == T
+
+    def _fits(self, tok: int, seg: list[int], need_end: bool) -> bool:
+        """Whether ``tok`` at the position before the committed segment lets the segment follow."""
+        m = self._m
+        if tok == self.eos:
+            return not seg
+        if m.try_consume_tokens([tok]) != 1:
+            return False
+        n = m.try_consume_tokens(seg) if seg else 0
+        ok = n == len(seg) and (not need_end or m.is_accepting())
+        m.rollback(n + 1)
+        return ok
+
+    def _fitting_candidates(self, row: torch.Tensor, scores: torch.Tensor | None, seg, need_end,
+                            first_only: bool) -> list[int]:
+        """Allowed tokens of ``row`` that fit the segment, in descending score order (all, or the first)."""
+        idx = row.nonzero().flatten()
+        if scores is not None and idx.numel() > 1:
+            idx = idx[torch.argsort(scores[idx].float(), descending=True, stable=True)]
+        found = []
+        for t in idx.tolist():
+            if self._fits(t, seg, need_end):
+                found.append(t)
+                if first_only:
+                    break
+        return found
 
     def _argmax(self, bm: np.ndarray, scores: torch.Tensor, eos_ok: bool) -> int | None:
         """The highest-scoring allowed token of this bitmask (None when nothing is allowed)."""
