@@ -276,9 +276,10 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
             for i, pos in enumerate(range(v.f, end)):
                 bm = self._bitmask()
                 eos_ok = v.eos_ok_after(pos)
+                row = self._rows([bm], dev, eos_ok)  # [1, V]: what may go here (the choice, the confidence)
                 tok = raw[i]
                 if not self._allowed_np(bm, tok) or (tok == eos and not eos_ok):
-                    tok = self._argmax(bm, sc[i], eos_ok)
+                    tok = self._argmax(row[0], sc[i])
                     if tok is None:
                         if i == 0:
                             raise self._stuck(v, j)
@@ -302,14 +303,12 @@ class GrammarSession(_CanvasOps, _EndgameSearch, ConstraintSession):
                     # the last position before the committed segment / the canvas end
                     if i > 0:
                         break  # leave it masked: it is searched at the frontier next step
-                    row = self._rows([bm], dev, eos_ok)[0]
-                    found = self._fitting_candidates(row, sc[i], seg, need_end, first_only=True)
+                    found = self._fitting_candidates(row[0], sc[i], seg, need_end, first_only=True)
                     if not found:
                         raise self._stuck(v, j)
                     tok = found[0]
                 chosen.append(tok)
-                c_tok = self._confidence(lp[i:i + 1], lp[i].max()[None], self._rows([bm], dev, eos_ok),
-                                         torch.tensor([tok], device=dev))
+                c_tok = self._confidence(lp[i:i + 1], lp[i].max()[None], row, torch.tensor([tok], device=dev))
                 confs.append(c_tok)
                 if tok == eos:
                     break

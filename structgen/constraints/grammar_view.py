@@ -127,9 +127,9 @@ class _CanvasOps:
                     break
         return found
 
-    def _argmax(self, bm: np.ndarray, scores: torch.Tensor, eos_ok: bool) -> int | None:
-        """The highest-scoring allowed token of this bitmask (None when nothing is allowed)."""
-        row = self._rows([bm], scores.device, eos_ok)[0]
+    @staticmethod
+    def _argmax(row: torch.Tensor, scores: torch.Tensor) -> int | None:
+        """The highest-scoring token the bool ``row`` allows (None when it allows nothing)."""
         top, arg = scores.masked_fill(~row, float("-inf")).max(dim=0)
         if bool(torch.isfinite(top)):
             return int(arg)
