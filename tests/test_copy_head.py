@@ -15,14 +15,15 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 MASK = 4
 
 
-def _model(seed: int = 0) -> ModernBertWithCopyHead:
+def _model(seed: int = 0, neighbours: bool = False) -> ModernBertWithCopyHead:
     from transformers import ModernBertConfig
 
     torch.manual_seed(seed)
     cfg = ModernBertConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                            num_attention_heads=2, layer_types=["full_attention"] * 2, pad_token_id=0,
                            eos_token_id=1, sep_token_id=1, bos_token_id=None, cls_token_id=None,
-                           attn_implementation="sdpa", copy_head_mask_id=MASK)
+                           attn_implementation="sdpa", copy_head_mask_id=MASK,
+                           copy_head_neighbours=neighbours)
     return ModernBertWithCopyHead(cfg).eval()
 
 
@@ -56,9 +57,10 @@ def test_copying_puts_mass_on_visible_tokens_only():
     assert lone[0, 1, 7] == pytest.approx(1.0, abs=1e-4) and torch.allclose(lone.sum(-1), torch.ones(1, 3), atol=1e-4)
 
 
-def test_tail_path_matches_the_full_forward():
+@pytest.mark.parametrize("neighbours", [False, True])
+def test_tail_path_matches_the_full_forward(neighbours):
     """Inference asks for the canvas rows only: the pointer's queries and the mixture from ``start`` on."""
-    m = _model()
+    m = _model(neighbours=neighbours)
     ids, att = _ids()
     with torch.no_grad():
         full = m(input_ids=ids, attention_mask=att).logits
@@ -66,8 +68,9 @@ def test_tail_path_matches_the_full_forward():
             assert torch.allclose(m.tail_log_probs(ids, att, start), full[:, start:], atol=1e-5)
 
 
-def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer():
-    m = _model().train()
+@pytest.mark.parametrize("neighbours", [False, True])
+def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer(neighbours):
+    m = _model(neighbours=neighbours).train()
     ids, att = _ids()
     masked = ids == MASK
     sparse = masked_logits(m, ids, att, masked)
@@ -76,6 +79,51 @@ def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer():
     target = torch.tensor([10, 11, 12, 20, 21, 20])  # tokens that are visible in their rows
     torch.nn.functional.cross_entropy(sparse, target).backward()
     assert m.copy_q.weight.grad.abs().sum() > 0 and m.copy_gate.weight.grad.abs().sum() > 0
+    if neighbours:  # a masked position after a repeated token (10) matches a source: the bonus trains too
+        m.zero_grad()
+        ids = torch.tensor([[10, 11, 12, 10, MASK, MASK]])
+        logp = masked_logits(m, ids, None, ids == MASK)
+        torch.nn.functional.cross_entropy(logp, torch.tensor([11, 12])).backward()
+        assert m.copy_neighbour.bias.grad.abs().sum() > 0
+
+
+def _copy_only(neighbours: bool) -> ModernBertWithCopyHead:
+    """A copy head that always copies, with no content preference: the pointer is uniform over the
+    visible tokens unless the neighbour bonuses say otherwise."""
+    m = _model(neighbours=neighbours)
+    with torch.no_grad():
+        m.copy_gate.bias.fill_(-30.0)
+        m.copy_q.weight.zero_()
+    return m
+
+
+@pytest.mark.parametrize("canvas, at, expected", [
+    ([11, MASK, MASK], 1, 12),  # left neighbour 11: continue the span after the source's 11
+    ([MASK, 12, 13, MASK, MASK], 3, 14),  # two left neighbours (12 13): the source's successor 14
+    ([MASK, 13, MASK], 0, 12),  # right neighbour 13: the token before the source's 13
+    ([MASK, MASK, 11, 12], 1, 10),  # grows leftwards from a span committed on the right
+])
+def test_neighbour_bonuses_continue_a_span_of_the_prompt(canvas, at, expected):
+    prompt = [10, 11, 12, 13, 14, 5]  # 5: a separator
+    ids = torch.tensor([prompt + canvas])
+    with torch.no_grad():
+        plain = _copy_only(False)(input_ids=ids).logits.exp()[0, len(prompt) + at]
+        spans = _copy_only(True)(input_ids=ids).logits.exp()[0, len(prompt) + at]
+    assert spans.argmax() == expected and spans[expected] > 0.5  # the span's next token, clearly
+    assert plain[expected] < 0.3  # without the bonuses: spread over every visible token
+
+
+def test_neighbour_bonuses_ignore_masks_and_padding():
+    """Masked and padded neighbours match nothing, not each other: a position between masks gets no bonus."""
+    m = _copy_only(True)
+    ids = torch.tensor([[10, MASK, 11, 0, 12, MASK, MASK, MASK, 0]])
+    att = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0]])
+    with torch.no_grad():
+        with_w = m(input_ids=ids, attention_mask=att).logits.exp()[0, 6]
+        m.copy_neighbour.bias.zero_()
+        m.copy_neighbour.weight.zero_()
+        without = m(input_ids=ids, attention_mask=att).logits.exp()[0, 6]
+    assert torch.allclose(with_w, without, atol=1e-6)
 
 
 def test_a_model_with_a_copy_head_learns_to_copy_unseen_tokens():
@@ -101,14 +149,17 @@ def test_a_model_with_a_copy_head_learns_to_copy_unseen_tokens():
     assert (pred == w[:, 0]).float().mean() >= 0.9
 
 
-def test_trained_and_saved_it_loads_through_load_model(tmp_path):
+@pytest.mark.parametrize("neighbours", [False, True])
+def test_trained_and_saved_it_loads_through_load_model(tmp_path, neighbours):
     from test_train import TrainData, person_examples, train
 
     data = TrainData(person_examples(16), person_examples(2, 1))
-    report = train(TrainConfig.tiny(copy_head=True, steps=4), tmp_path / "m", progress=False, data=data)
+    cfg = TrainConfig.tiny(copy_head=True, copy_neighbours=neighbours, steps=4)
+    report = train(cfg, tmp_path / "m", progress=False, data=data)
     assert report.steps == 4
     model = sg.load_model(tmp_path / "m", device="cpu")
     assert isinstance(model.model, ModernBertWithCopyHead)
+    assert hasattr(model.model, "copy_neighbour") == neighbours  # the bonuses' weights saved and loaded
     assert model.model.config.architectures == [ARCHITECTURE]
     assert model.model.config.copy_head_mask_id == model.mask_id
     r = sg.Generator(model).generate("Maria Lopez, 41", sg.JsonSchema({"type": "object", "properties": {

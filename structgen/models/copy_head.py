@@ -10,7 +10,20 @@ CopyNet: at each predicted position ``i``
 
 where ``a_i = softmax_j(q_i . k_j / 8)`` attends over the *visible* tokens ``x_j`` (not masks, not padding,
 not ``i`` itself: prompt and committed canvas tokens alike) with ``q = W_q h``, ``k = W_k h`` (64
-dimensions), and ``g_i = sigmoid(w_g . h_i)`` gates generating against copying. The model's ``logits`` are
+dimensions), and ``g_i = sigmoid(w_g . h_i)`` gates generating against copying.
+
+**Span continuation** (``config.copy_head_neighbours``): a copied value is a *span* of the request, and a
+model of this size does not learn the induction circuit ("copy the token after the one my left neighbour
+copied") within its budget — run 6 wrote ``"body": "... month to plan the trip, month to plan ..."`` and
+``"city": "par you live"``. So the pointer's score gets learnt bonuses for matching neighbours,
+
+    s_ij += w_i1 [x_{i-1} = x_{j-1}] + w_i2 [x_{i-2..i-1} = x_{j-2..j-1}]
+          + w_i3 [x_{i+1} = x_{j+1}] + w_i4 [x_{i+1..i+2} = x_{j+1..j+2}],   w_i = W_n h_i + b_n
+
+counted only where both neighbours are visible. The weights are per position, so the model can lean on
+them inside a copied value and ignore them where a match means little (after a quote or a comma). Both sides, because a diffusion canvas is filled in any
+order: a span may grow from its left end, its right end, or both. This is the "smeared key" shortcut to
+induction heads, as a fixed feature rather than a learnt one. The model's ``logits`` are
 ``log p``: every sampler, constraint and loss that takes logits works unchanged (softmax of ``log p`` is
 ``p``). Saved as a normal Hugging Face directory whose ``config.architectures`` names this class and whose
 config holds ``copy_head_mask_id``; ``structgen.models.hf_mlm`` loads it with this class.
@@ -29,6 +42,8 @@ from ..errors import ModelLoadError
 ARCHITECTURE = "ModernBertWithCopyHead"
 COPY_DIM = 64
 _NEG = -1e9
+#: the neighbour bonuses' initial weights (left 1, left 2, right 1, right 2), in units of the score
+NEIGHBOUR_INIT = (2.0, 1.0, 2.0, 1.0)
 
 
 class ModernBertWithCopyHead(ModernBertForMaskedLM):
@@ -43,6 +58,11 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         for lin in (self.copy_q, self.copy_k, self.copy_gate):
             nn.init.normal_(lin.weight, std=0.02)
         nn.init.zeros_(self.copy_gate.bias)
+        if getattr(config, "copy_head_neighbours", False):
+            self.copy_neighbour = nn.Linear(d, len(NEIGHBOUR_INIT))
+            nn.init.normal_(self.copy_neighbour.weight, std=0.02)
+            with torch.no_grad():
+                self.copy_neighbour.bias.copy_(torch.tensor(NEIGHBOUR_INIT))
         config.architectures = [ARCHITECTURE]
 
     @property
@@ -64,7 +84,11 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         n = torch.arange(rows.numel(), device=hidden.device)
         src = sources[rows]  # [N, L]: what each position may copy from ...
         src[n, cols] = False  # ... never itself
-        scores = scores[rows, cols - q_start].masked_fill(~src, _NEG)
+        scores = scores[rows, cols - q_start]
+        if hasattr(self, "copy_neighbour"):
+            weights = self.copy_neighbour(hidden[rows, cols]).float()  # [N, 4]
+            scores = scores + self._neighbour_bonus(ids, sources, rows, cols, weights)
+        scores = scores.masked_fill(~src, _NEG)
         attn = torch.softmax(scores, dim=-1) * src  # exact zeros off the sources
         p_copy = torch.zeros(rows.numel(), self.config.vocab_size, dtype=attn.dtype, device=attn.device)
         p_copy.scatter_add_(1, ids[rows], attn)
@@ -75,6 +99,29 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         log_g = torch.where(has_src, F.logsigmoid(gate), torch.zeros_like(gate))
         log_not_g = torch.where(has_src, F.logsigmoid(-gate), torch.full_like(gate, _NEG))
         return torch.logaddexp(log_g + gen_logp, log_not_g + torch.log(p_copy + 1e-9))
+
+    @staticmethod
+    def _neighbour_bonus(ids: torch.Tensor, visible: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+                         w: torch.Tensor) -> torch.Tensor:
+        """``[N, L]``: the span-continuation bonus of each source ``j`` for each position ``(rows, cols)``
+        with its weights ``w`` ``[N, 4]`` (module docstring). A neighbour that is not visible (a mask,
+        padding, off the row) matches nothing: it reads as ``-1`` on the query side, ``-2`` on the key side."""
+        seen = torch.where(visible, ids, torch.full_like(ids, -2))  # [B, L]
+        pad = torch.full_like(seen[:, :2], -2)
+        padded = torch.cat([pad, seen, pad], dim=1)  # padded[:, j + 2] = seen[:, j]
+        L = ids.shape[1]
+
+        def shifted(d: int) -> torch.Tensor:  # shifted(d)[:, j] = seen[:, j + d]
+            return padded[:, 2 + d:2 + d + L]
+
+        bonus = torch.zeros(rows.numel(), L, dtype=torch.float32, device=ids.device)
+        for side, (w1, w2) in ((-1, (w[:, 0:1], w[:, 1:2])), (1, (w[:, 2:3], w[:, 3:4]))):
+            k1, k2 = shifted(side)[rows], shifted(2 * side)[rows]  # the sources' neighbours, [N, L]
+            q1 = shifted(side)[rows, cols].masked_fill(shifted(side)[rows, cols] < 0, -1)
+            q2 = shifted(2 * side)[rows, cols].masked_fill(shifted(2 * side)[rows, cols] < 0, -1)
+            one = k1 == q1[:, None]
+            bonus = bonus + w1 * one + w2 * (one & (k2 == q2[:, None]))
+        return bonus
 
     def masked_log_probs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None,
                          masked: torch.Tensor) -> torch.Tensor:

@@ -51,6 +51,7 @@ class TrainConfig:
     intermediate_size: int = 768
     max_positions: int = 1024
     copy_head: bool = True  # a pointer head over the visible tokens (structgen.models.copy_head)
+    copy_neighbours: bool = True  # the pointer's span-continuation bonuses (copy_head's docstring)
     # tokenizer: byte-level BPE trained on ``corpus_texts(tokenizer_corpus, seed)``
     vocab_size: int = 4096
     pretokenizer: str = "words"  # structgen.tokenizers.PRETOKENIZERS: "words" keeps a word one token everywhere
@@ -248,7 +249,8 @@ def model_config(tokenizer, cfg: TrainConfig):
         layer_types=["full_attention"] * n, pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id, sep_token_id=tokenizer.eos_token_id, bos_token_id=None,
         cls_token_id=None, attn_implementation="sdpa",
-        **({"copy_head_mask_id": tokenizer.mask_token_id} if cfg.copy_head else {}),
+        **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours}
+           if cfg.copy_head else {}),
     )
 
 
