@@ -169,3 +169,25 @@ def test_targets_fit_a_short_canvas():
     for mod, p95, most in ((text_to_sql, 60, 80), (alert_rules, 40, 48)):
         n = sorted(len(tok.encode(e.target)) for e in _sample(mod, 200, 100, seed=1))
         assert n[int(0.95 * len(n))] <= p95 and n[-1] <= most, (mod.FAMILY, n[len(n) // 2], n[-5:])
+
+
+def test_composed_sql_covers_every_source_and_shape_and_never_a_heldout_query():
+    """The composed templates assemble queries clause by clause (``sql_composed``); none has the skeleton
+    (literals blanked) of a held-out template's query, so the held-out queries stay unseen, not only their
+    sentences."""
+    from structgen.train.data import sql_composed
+
+    composed = [t for t in text_to_sql.TRAIN_TEMPLATES if t.startswith("composed.")]
+    assert len(composed) == len(sql_composed.SOURCES) * len(sql_composed.SHAPES)
+    heldout = {text_to_sql.skeleton(e.target) for e in text_to_sql.examples("heldout", 200, seed=1)}
+    exs = [e for e in text_to_sql.examples("train", 1200, seed=4) if e.template.startswith("composed.")]
+    assert {e.template for e in exs} == set(composed)
+    assert not [e.target for e in exs if text_to_sql.skeleton(e.target) in heldout]
+    assert len({text_to_sql.skeleton(e.target) for e in exs}) > 150  # many distinct query shapes
+    for needle in (" GROUP BY ", " ORDER BY ", " LIMIT ", " WHERE ", " AND ", " JOIN ", "COUNT(DISTINCT "):
+        assert any(needle in e.target for e in exs), needle
+
+
+def test_sql_skeleton_blanks_literals_only():
+    assert (text_to_sql.skeleton("SELECT name FROM products WHERE price > 25.5 AND category = 'it''s' LIMIT 3")
+            == "SELECT name FROM products WHERE price > 0 AND category = '?' LIMIT 0")

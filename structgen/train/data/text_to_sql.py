@@ -21,12 +21,14 @@ import datetime as dt
 import functools
 import importlib.util
 import random
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from structgen.errors import StructgenError
 
+from . import sql_composed
 from .base import Example, Template, check_split, generate, say
 
 __all__ = ["TRAIN_TEMPLATES", "HELDOUT_TEMPLATES", "examples", "shop_database", "sql_spec"]
@@ -218,8 +220,6 @@ HELDOUT: tuple[T, ...] = (
        "items in them.")), ("k",)),
 )
 
-TRAIN_TEMPLATES: list[str] = [t.id for t in TRAIN]
-HELDOUT_TEMPLATES: list[str] = [t.id for t in HELDOUT]
 
 
 # ---- the database and the values drawn from it ----------------------------------------------------------
@@ -333,6 +333,40 @@ def _render(t: T, rng: random.Random, facts: dict, tries: int = 8) -> tuple[str,
     return say(rng, t.questions, vals), sql
 
 
+def skeleton(sql: str) -> str:
+    """``sql`` with its string and number literals blanked: the query *template* it was filled from."""
+    return re.sub(r"\b\d+(?:\.\d+)?\b", "0", re.sub(r"'(?:[^']|'')*'", "'?'", sql))
+
+
+@functools.lru_cache(maxsize=1)
+def _heldout_skeletons() -> frozenset[str]:
+    return frozenset(skeleton(t.sql.format(**{k: "0" for k in _SLOT_FIELDS})) for t in HELDOUT)
+
+
+_SLOT_FIELDS = ("country", "country2", "city", "category", "cat", "price", "lo", "hi", "d1", "d2", "d1_text",
+                "d2_text", "n", "k", "year", "signup_year", "product", "customer", "order", "letter", "word",
+                "status")
+
+
+def _composed(source: sql_composed.Source, shape: str) -> Template:
+    """A training template whose queries ``sql_composed`` assembles per example; never one whose query
+    has the skeleton of a held-out template (so the held-out *queries*, not only their sentences, stay
+    unseen), and always one that returns rows."""
+    def render(rng: random.Random) -> tuple[str, str, str, Any]:
+        facts = _facts()
+        for _ in range(50):
+            sql, pattern, slots = sql_composed.compose(rng, source, shape)
+            vals: dict[str, Any] = {}
+            for s in slots:
+                _slot(s, rng, facts, vals)
+            query = sql_composed.filled(sql, vals)
+            if skeleton(query) not in _heldout_skeletons() and _has_rows(query):
+                return say(rng, pattern, vals), query, query, sql_spec()
+        raise StructgenError(f"composed SQL template {source.name}.{shape} found no query with rows in 50 tries")
+
+    return Template(f"composed.{source.name}.{shape}", FAMILY, "train", render)
+
+
 def _template(t: T, split: str) -> Template:
     def render(rng: random.Random) -> tuple[str, str, str, Any]:
         question, sql = _render(t, rng, _facts())
@@ -341,8 +375,13 @@ def _template(t: T, split: str) -> Template:
     return Template(t.id, FAMILY, split, render)
 
 
-_TEMPLATES = {"train": tuple(_template(t, "train") for t in TRAIN),
+_TEMPLATES = {"train": tuple(_template(t, "train") for t in TRAIN)
+             + tuple(_composed(src, shape) for src in sql_composed.SOURCES for shape in sql_composed.SHAPES),
               "heldout": tuple(_template(t, "heldout") for t in HELDOUT)}
+
+
+TRAIN_TEMPLATES: list[str] = [t.id for t in _TEMPLATES["train"]]
+HELDOUT_TEMPLATES: list[str] = [t.id for t in _TEMPLATES["heldout"]]
 
 
 def examples(split: str, n: int, seed: int = 0) -> list[Example]:
