@@ -21,9 +21,10 @@ copied") within its budget — run 6 wrote ``"body": "... month to plan the trip
           + w_i3 [x_{i+1} = x_{j+1}] + w_i4 [x_{i+1..i+2} = x_{j+1..j+2}],   w_i = W_n h_i + b_n
 
 counted only where both neighbours are visible. The weights are per position, so the model can lean on
-them inside a copied value and ignore them where a match means little (after a quote or a comma). Both sides, because a diffusion canvas is filled in any
-order: a span may grow from its left end, its right end, or both. This is the "smeared key" shortcut to
-induction heads, as a fixed feature rather than a learnt one. The model's ``logits`` are
+them inside a copied value and ignore them where a match means little (after a quote or a comma). Both
+sides, because a diffusion canvas is filled in any order: a span may grow from its left end, its right
+end, or both. This is the "smeared key" shortcut to induction heads, as a fixed feature rather than a
+learnt one. The model's ``logits`` are
 ``log p``: every sampler, constraint and loss that takes logits works unchanged (softmax of ``log p`` is
 ``p``). Saved as a normal Hugging Face directory whose ``config.architectures`` names this class and whose
 config holds ``copy_head_mask_id``; ``structgen.models.hf_mlm`` loads it with this class.
@@ -117,8 +118,7 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         bonus = torch.zeros(rows.numel(), L, dtype=torch.float32, device=ids.device)
         for side, (w1, w2) in ((-1, (w[:, 0:1], w[:, 1:2])), (1, (w[:, 2:3], w[:, 3:4]))):
             k1, k2 = shifted(side)[rows], shifted(2 * side)[rows]  # the sources' neighbours, [N, L]
-            q1 = shifted(side)[rows, cols].masked_fill(shifted(side)[rows, cols] < 0, -1)
-            q2 = shifted(2 * side)[rows, cols].masked_fill(shifted(2 * side)[rows, cols] < 0, -1)
+            q1, q2 = (shifted(d)[rows, cols].clamp(min=-1) for d in (side, 2 * side))  # mine (-2 -> -1)
             one = k1 == q1[:, None]
             bonus = bonus + w1 * one + w2 * (one & (k2 == q2[:, None]))
         return bonus

@@ -19,9 +19,10 @@ held-out templates of ``text_to_sql`` stay whole sentences of their own.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-__all__ = ["SOURCES", "SHAPES", "compose"]
+__all__ = ["SHAPES", "SOURCES", "compose", "filled"]
 
 
 class Part(NamedTuple):

@@ -12,7 +12,9 @@ A template is ``(id, sql, questions, slots)``: ``questions`` are paraphrases wit
 drawn per example and phrased by ``base.say``: ``[a|b]`` alternatives, casing and punctuation noise),
 ``slots`` name the value samplers below. Held-out templates are question *shapes*
 never seen in training ("which country has the most customers" beside the train shape "count customers
-per country"), not only new values.
+per country"), not only new values. Beside the fixed templates, the training split has one composed
+template per source and shape of ``sql_composed`` (queries assembled clause by clause); a composed query
+is re-drawn when its :func:`skeleton` is a held-out template's, so the held-out queries stay unseen too.
 """
 
 from __future__ import annotations
