@@ -87,6 +87,18 @@ def test_mask_rate_follows_t():
     assert n.p.std() > 0.1  # t is drawn per row, not once per batch
 
 
+def test_mask_power_draws_rows_towards_an_empty_canvas():
+    ids, canvas = _toy_batch(B=4000, T=3)
+    plain = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(5))
+    same = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(5), mask_power=1.0)
+    assert torch.equal(plain.p, same.p)  # the default is LLaDA's uniform t, the same draws
+    high = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(5), mask_power=0.5)
+    assert abs(float(plain.p.mean()) - 0.5) < 0.02 and abs(float(high.p.mean()) - 2 / 3) < 0.02  # E[u^a] = 1/(1+a)
+    assert float((high.p > 0.9).float().mean()) == pytest.approx(1 - 0.9 ** 2, abs=0.03)
+    with pytest.raises(ConfigError, match="mask_power"):
+        TrainConfig.tiny(mask_power=0.0)
+
+
 def test_prefix_rows_keep_a_prefix_of_the_answer_visible_and_normalise_by_what_remains():
     B, T, EOS = 400, 12, 0
     ids = torch.randint(10, 90, (B, 3 + T))

@@ -79,6 +79,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     eps: float = 1e-3  # LLaDA's t ~ U(eps, 1): the smallest masking probability
     prefix_share: float = 0.0  # rows whose response is cut and its prefix made prompt (objective.py)
+    mask_power: float = 1.0  # t = u ** mask_power: below 1, more rows near an empty canvas (objective.py)
     # length curriculum (``competence``): the share of the run it lasts (0 = off) and the starting share
     curriculum: float = 0.35
     curriculum_start: float = 0.03
@@ -154,6 +155,8 @@ class TrainConfig:
             raise ConfigError(f"precision must be 'auto', 'bf16' or 'fp32', got {self.precision!r}")
         if self.schedule not in ("cosine", "constant"):
             raise ConfigError(f"schedule must be 'cosine' or 'constant', got {self.schedule!r}")
+        if not 0.0 < self.mask_power <= 4.0:
+            raise ConfigError(f"mask_power must be in (0, 4], got {self.mask_power} (1 = LLaDA's uniform t)")
         if self.minutes is not None and self.minutes <= 0:
             raise ConfigError(f"minutes must be > 0 (or None for a step budget only), got {self.minutes}")
         if self.threads is not None and self.threads < 1:

@@ -10,6 +10,12 @@ The loss of a row is the cross-entropy at its masked positions weighted by ``1 /
 canvas length (LLaDA's SFT normalisation: a Monte-Carlo estimate of the per-token negative ELBO); the batch
 loss is the mean over rows. Only masked positions go through the output layer (``masked_logits``).
 
+**Masking rates towards an empty canvas** (``mask_power``, default 1: LLaDA's). ``t = u ** mask_power``
+with ``u`` uniform: below 1, more rows are drawn nearly all masked — the state decoding starts from, where a
+small model is weakest and its first commits decide the rest. The ``1 / p`` weights are kept, so the loss
+then leans towards those states instead of estimating the ELBO; held-out losses are always measured with
+uniform ``t``.
+
 **Response prefixes as prompt** (``prefix_share``). With that probability a row's response is cut at a
 uniform point ``c`` and its first ``c`` tokens join the prompt: never masked, not in the loss, and the
 canvas length that normalises the row is what remains. This is LLaDA's SFT objective for the prompt
@@ -43,8 +49,10 @@ class Noised:
 
 def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, eps: float = 1e-3,
               generator: torch.Generator | None = None, prefix_share: float = 0.0,
-              eos_id: int | None = None) -> Noised:
-    """Mask each canvas position of each row with that row's probability ``p = eps + (1 - eps) t``.
+              eos_id: int | None = None, mask_power: float = 1.0) -> Noised:
+    """Mask each canvas position of each row with that row's probability ``p = eps + (1 - eps) t``,
+    ``t = u ** mask_power`` for ``u ~ U(0, 1)`` (``mask_power`` < 1 draws more rows near an empty canvas;
+    see the module docstring).
 
     ``canvas`` is a bool ``[B, L]`` marking the response positions (EOS tail included); every row must have
     at least one. With probability ``prefix_share`` a row's first ``c`` canvas positions are left out of the
@@ -56,6 +64,8 @@ def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, ep
     if not bool(canvas.any(dim=1).all()):
         raise ConfigError("every row needs at least one canvas position to mask; drop rows with an empty canvas")
     t = torch.rand(B, generator=generator)
+    if mask_power != 1.0:
+        t = t ** mask_power
     p = eps + (1.0 - eps) * t
     r = torch.rand(B, L, generator=generator)
     dev = input_ids.device
@@ -113,12 +123,13 @@ def diffusion_loss(logits: torch.Tensor, targets: torch.Tensor, noised: Noised, 
 def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, canvas: torch.Tensor,
                mask_id: int, *, eps: float = 1e-3, generator: torch.Generator | None = None,
                logits_fn: Callable | None = None, per_row: bool = False,
-               prefix_share: float = 0.0, eos_id: int | None = None) -> tuple[torch.Tensor, Noised]:
+               prefix_share: float = 0.0, eos_id: int | None = None,
+               mask_power: float = 1.0) -> tuple[torch.Tensor, Noised]:
     """Noise the batch, run the model on it and return ``(loss, noised)`` (``loss`` is ``[B]`` with
     ``per_row``). ``logits_fn(model, ids, attention_mask, masked) -> [N, V]`` defaults to ``masked_logits``.
     """
     noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator, prefix_share=prefix_share,
-                       eos_id=eos_id)
+                       eos_id=eos_id, mask_power=mask_power)
     logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
     loss = diffusion_loss(logits, input_ids[noised.masked], noised, noised.canvas.sum(dim=1), per_row=per_row)
     return loss, noised
