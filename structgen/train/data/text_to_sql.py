@@ -223,7 +223,6 @@ HELDOUT: tuple[T, ...] = (
 )
 
 
-
 # ---- the database and the values drawn from it ----------------------------------------------------------
 
 
@@ -340,14 +339,15 @@ def skeleton(sql: str) -> str:
     return re.sub(r"\b\d+(?:\.\d+)?\b", "0", re.sub(r"'(?:[^']|'')*'", "'?'", sql))
 
 
+class _AnyValue(dict):
+    def __missing__(self, key: str) -> str:
+        return "0"
+
+
 @functools.lru_cache(maxsize=1)
 def _heldout_skeletons() -> frozenset[str]:
-    return frozenset(skeleton(t.sql.format(**{k: "0" for k in _SLOT_FIELDS})) for t in HELDOUT)
-
-
-_SLOT_FIELDS = ("country", "country2", "city", "category", "cat", "price", "lo", "hi", "d1", "d2", "d1_text",
-                "d2_text", "n", "k", "year", "signup_year", "product", "customer", "order", "letter", "word",
-                "status")
+    """The skeletons of the held-out templates' queries (every slot filled with ``0``)."""
+    return frozenset(skeleton(t.sql.format_map(_AnyValue())) for t in HELDOUT)
 
 
 def _composed(source: sql_composed.Source, shape: str) -> Template:
