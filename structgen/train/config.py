@@ -79,7 +79,8 @@ class TrainConfig:
     grad_clip: float = 1.0
     eps: float = 1e-3  # LLaDA's t ~ U(eps, 1): the smallest masking probability
     prefix_share: float = 0.0  # rows whose response is cut and its prefix made prompt (objective.py)
-    mask_power: float = 1.0  # t = u ** mask_power: below 1, more rows near an empty canvas (objective.py)
+    mask_power: float = 0.5  # t = u ** mask_power: below 1 (1 = LLaDA's uniform t), more rows near an empty
+    # canvas (objective.py); 0.5 won a 14-minute A/B on tool calls (docs/training-log.md, after run 8)
     # length curriculum (``competence``): the share of the run it lasts (0 = off) and the starting share
     curriculum: float = 0.35
     curriculum_start: float = 0.03
@@ -105,7 +106,7 @@ class TrainConfig:
                     vocab_size=600, tokenizer_corpus=400, examples_per_family=24, heldout_per_family=4,
                     canvas_sizes=(32, 64, 128), max_canvas=128, batch_size=8, max_batch_tokens=8192, lr=3e-3,
                     warmup_steps=5, steps=30, minutes=None, threads=1, eval_every=10, bucket_batches=4,
-                    curriculum=0.0, precision="fp32", copy_head=False)
+                    curriculum=0.0, precision="fp32", copy_head=False, mask_power=1.0)
         return cls(**{**base, **overrides}).validated()
 
     PRESETS: ClassVar[tuple[str, ...]] = ("small", "tiny")
