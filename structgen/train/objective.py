@@ -10,9 +10,9 @@ The loss of a row is the cross-entropy at its masked positions weighted by ``1 /
 canvas length (LLaDA's SFT normalisation: a Monte-Carlo estimate of the per-token negative ELBO); the batch
 loss is the mean over rows. Only masked positions go through the output layer (``masked_logits``).
 
-**Masking rates towards an empty canvas** (``mask_power``, default 1: LLaDA's). ``t = u ** mask_power``
-with ``u`` uniform: below 1, more rows are drawn nearly all masked — the state decoding starts from, where a
-small model is weakest and its first commits decide the rest. The ``1 / p`` weights are kept, so the loss
+**Masking rates towards an empty canvas** (``mask_power``: 1 here, LLaDA's; 0.5 in the ``small`` preset).
+``t = u ** mask_power`` with ``u`` uniform: below 1, more rows are drawn nearly all masked — the state
+decoding starts from, where a small model is weakest and its first commits decide the rest. The ``1 / p`` weights are kept, so the loss
 then leans towards those states instead of estimating the ELBO; held-out losses are always measured with
 uniform ``t``.
 
