@@ -12,9 +12,9 @@ loss is the mean over rows. Only masked positions go through the output layer (`
 
 **Masking rates towards an empty canvas** (``mask_power``: 1 here, LLaDA's; 0.5 in the ``small`` preset).
 ``t = u ** mask_power`` with ``u`` uniform: below 1, more rows are drawn nearly all masked — the state
-decoding starts from, where a small model is weakest and its first commits decide the rest. The ``1 / p`` weights are kept, so the loss
-then leans towards those states instead of estimating the ELBO; held-out losses are always measured with
-uniform ``t``.
+decoding starts from, where a small model is weakest and its first commits decide the rest. The ``1 / p``
+weights are kept, so the loss then leans towards those states instead of estimating the ELBO; held-out
+losses are always measured with uniform ``t``.
 
 **Response prefixes as prompt** (``prefix_share``). With that probability a row's response is cut at a
 uniform point ``c`` and its first ``c`` tokens join the prompt: never masked, not in the loss, and the
