@@ -137,6 +137,24 @@ def test_accepts_and_prefix(tok4k):
     assert not c.accepts(ids + [c.vocab.eos_id] + ids)  # nothing but EOS after EOS
 
 
+@pytest.mark.parametrize("text, ok", [
+    ('{"email": "kenji.ruiz@example.org"}', True),
+    ('{"email": "ops+alerts@[10.0.0.1]"}', True),
+    ('{"email": ""x"@acme.test"}', False),  # outlines-core's quoted local part, unescaped: not JSON
+    ('{"email": "\\"x\\"@acme.test"}', False),  # escaped it is JSON, but this format stays dot-atom
+    ('{"email": "no-at-sign"}', False),
+])
+def test_email_format_is_json_as_written(tok4k, text, ok):
+    """A model once wrote ``"email": ""Horvat..."@acme.test"``: the email format's language must be JSON."""
+    import json
+
+    c = sg.compile(sg.JsonSchema({"type": "object", "properties": {"email": {"type": "string", "format": "email"}},
+                                  "required": ["email"]}), tok4k)
+    assert c.accepts(tok4k.encode(text, add_special_tokens=False)) == ok
+    if ok:
+        json.loads(text)
+
+
 def test_int_range_regex_exact():
     rng = np.random.default_rng(0)
     for lo, hi in [(0, 130), (1, 14), (-5, 5), (-100, -3), (None, 10), (7, None), (None, None), (123, 98765)]:

@@ -8,6 +8,10 @@ exact regex:
   digit-range regex (``int_range_regex``). Numbers with ``minimum >= 0`` lose their minus sign;
 * ``format: date-time`` / ``time``: outlines-core allows a year of any length and no UTC offset, while
   RFC 3339 (and jsonschema's checker) needs a 4-digit year and ``Z`` or ``±hh:mm``;
+* ``format: email``: outlines-core's regex allows RFC 5322's quoted local part (``"a b"@x.org``) and
+  address literals with control characters, written *raw* inside the JSON string, so a model could write
+  ``"email": ""x"@acme.test"`` — not JSON. We write the dot-atom local part and a host name or IPv4
+  literal only (the same character classes otherwise), which is JSON as it stands;
 * property names with characters JSON escapes (quotes, backslashes, control characters) or regex
   metacharacters: outlines-core writes them raw into the regex; we write ``re.escape(json.dumps(name))``.
 
@@ -26,7 +30,12 @@ _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "depe
 _DATE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
 _TIME = r"([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?"
 _OFFSET = r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
-FORMATS = {"date-time": f'"{_DATE}T{_TIME}{_OFFSET}"', "date": f'"{_DATE}"', "time": f'"{_TIME}"'}
+_ATOM = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_EMAIL = rf"{_ATOM}(\.{_ATOM})*@(({_LABEL}\.)+{_LABEL}|\[({_OCTET}\.){{3}}{_OCTET}\])"
+FORMATS = {"date-time": f'"{_DATE}T{_TIME}{_OFFSET}"', "date": f'"{_DATE}"', "time": f'"{_TIME}"',
+           "email": f'"{_EMAIL}"'}
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_\- ]*")
 _ANNOTATIONS = {"description", "title", "default", "examples", "$comment"}
 _NONNEG_NUMBER = r"(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-][0-9]+)?"
