@@ -59,6 +59,11 @@ def _count(noun: str) -> Agg:
     return Agg(_COUNT, "n", f"the number of {noun}", f"the most {noun}", f"the fewest {noun}")
 
 
+def _buyers(customer_id: str) -> Agg:
+    return Agg(f"COUNT(DISTINCT {customer_id})", "buyers", "the number of different customers",
+               "the most distinct customers", "the fewest distinct customers")
+
+
 SOURCES: tuple[Source, ...] = (
     Source("products", "products", "[products|items]",
            (Part("name", "[the names of the|the|all]"), Part("name, price", "the names and prices of the"),
@@ -98,8 +103,7 @@ SOURCES: tuple[Source, ...] = (
             Part("strftime('%Y', order_date) = '{year}'", "[placed in|from|made in] {year}", ("year",)),
             Part("order_date > '{d1}'", "[placed after|dated after|made after] {d1_text}", ("date_range",))),
            (Part("status", "status"), Part("strftime('%Y', order_date)", "year")),
-           (_count("orders"), Agg("COUNT(DISTINCT customer_id)", "buyers", "the number of different customers",
-                                  "the most distinct customers", "the fewest distinct customers")),
+           (_count("orders"), _buyers("customer_id")),
            (Part("order_date DESC", "[newest first|most recent first|latest first]"),
             Part("order_date", "[oldest first|in date order|earliest first]"))),
     Source("customer_orders", _C_O, "orders",
@@ -110,8 +114,7 @@ SOURCES: tuple[Source, ...] = (
             Part("o.status = '{status}'", "[that are|with status] {status}", ("status",)),
             Part("strftime('%Y', o.order_date) = '{year}'", "[placed in|made in] {year}", ("year",))),
            (Part("c.country", "customer country"), Part("c.city", "customer city")),
-           (_count("orders"), Agg("COUNT(DISTINCT c.id)", "buyers", "the number of different customers",
-                                  "the most distinct customers", "the fewest distinct customers")),
+           (_count("orders"), _buyers("c.id")),
            (Part("o.order_date DESC", "[newest first|most recent first]"),
             Part("o.order_date", "[oldest first|earliest first]"))),
     Source("product_sales", _P_OI, "[products sold|order lines]",
@@ -145,18 +148,19 @@ def _filters(rng: random.Random, src: Source, avoid: str = "", k_max: int = 2) -
     return chosen
 
 
-def _where(filters: list[Part]) -> tuple[str, str]:
-    """(`` WHERE a AND b``, ``" modifier and modifier"``) of the chosen filters."""
+def _where(rng: random.Random, src: Source, avoid: str = "", k_max: int = 2) -> tuple[str, str, tuple[str, ...]]:
+    """Filters drawn by ``_filters``, as (`` WHERE a AND b``, ``" modifier and modifier"``, their slots)."""
+    filters = _filters(rng, src, avoid, k_max)
     if not filters:
-        return "", ""
+        return "", "", ()
     mods = [f"[{f.phrases}]" for f in filters]
-    return " WHERE " + " AND ".join(f.sql for f in filters), " " + " [and|,] ".join(mods)
+    slots = tuple(s for f in filters for s in f.slots)
+    return " WHERE " + " AND ".join(f.sql for f in filters), " " + " [and|,] ".join(mods), slots
 
 
 def _list(rng: random.Random, src: Source) -> tuple[str, str, tuple[str, ...]]:
     proj = rng.choice(src.lists)
-    filters = _filters(rng, src)
-    where, mods = _where(filters)
+    where, mods, slots = _where(rng, src)
     sql, q = f"SELECT {proj.sql} FROM {src.sql}{where}", f"{_LIST} {proj.phrases} {src.noun}{mods}"
     if rng.random() < 0.6:
         order = rng.choice(src.orders)
@@ -165,25 +169,22 @@ def _list(rng: random.Random, src: Source) -> tuple[str, str, tuple[str, ...]]:
         if rng.random() < 0.5:
             sql += " LIMIT {n}"
             q += "[, top {n}|, only the first {n}|, just {n} of them|; limit {n}]"
-    slots = tuple(s for f in filters for s in f.slots) + (("n",) if "{n}" in sql else ())
-    return sql, q + "[.|?|]", slots
+    return sql, q + "[.|?|]", slots + (("n",) if "{n}" in sql else ())
 
 
 def _agg(rng: random.Random, src: Source) -> tuple[str, str, tuple[str, ...]]:
     agg = rng.choice(src.aggs)
-    filters = _filters(rng, src)
-    where, mods = _where(filters)
+    where, mods, slots = _where(rng, src)
     if agg.sql == _COUNT and rng.random() < 0.5:
         q = rng.choice((f"How many {src.noun}[ are there|]{mods}[?|]", f"[Count the|Number of] {src.noun}{mods}[.|]"))
     else:
         q = f"[What is|Tell me|Give me|Compute] {agg.the} [of|for|over] [the|all] {src.noun}{mods}[?|.|]"
-    return f"SELECT {agg.sql} FROM {src.sql}{where}", q, tuple(s for f in filters for s in f.slots)
+    return f"SELECT {agg.sql} FROM {src.sql}{where}", q, slots
 
 
 def _group(rng: random.Random, src: Source) -> tuple[str, str, tuple[str, ...]]:
     key, agg = rng.choice(src.keys), rng.choice(src.aggs)
-    filters = _filters(rng, src, avoid=key.sql, k_max=1)
-    where, mods = _where(filters)
+    where, mods, slots = _where(rng, src, avoid=key.sql, k_max=1)
     sql = f"SELECT {key.sql}, {agg.sql} AS {agg.alias} FROM {src.sql}{where} GROUP BY {key.sql}"
     per = f"[per|for each|by|broken down by] {key.phrases}"
     q = rng.choice((f"{agg.the[0].upper()}{agg.the[1:]} {per} [of|for] {src.noun}{mods}",
@@ -191,20 +192,19 @@ def _group(rng: random.Random, src: Source) -> tuple[str, str, tuple[str, ...]]:
     if rng.random() < 0.4:
         sql += f" ORDER BY {agg.alias} DESC"
         q += "[, largest first|, highest first|, sorted from high to low]"
-    return sql, q + "[.|?|]", tuple(s for f in filters for s in f.slots)
+    return sql, q + "[.|?|]", slots
 
 
 def _best(rng: random.Random, src: Source) -> tuple[str, str, tuple[str, ...]]:
     key, agg = rng.choice(src.keys), rng.choice(src.aggs)
-    filters = _filters(rng, src, avoid=key.sql, k_max=1)
-    where, mods = _where(filters)
+    where, mods, slots = _where(rng, src, avoid=key.sql, k_max=1)
     most = rng.random() < 0.75
     sql = (f"SELECT {key.sql} FROM {src.sql}{where} GROUP BY {key.sql} ORDER BY {agg.sql}"
            f"{' DESC' if most else ''} LIMIT 1")
     which = agg.most if most else agg.least
     q = rng.choice((f"[Which|What] {key.phrases} has {which}", f"The {key.phrases} with {which}"))
     only = f"[, counting only| among| considering only| looking only at] {src.noun}{mods}" if mods else ""
-    return sql, f"{q}{only}[?|.|]", tuple(s for f in filters for s in f.slots)
+    return sql, f"{q}{only}[?|.|]", slots
 
 
 SHAPES: dict[str, Callable[[random.Random, Source], tuple[str, str, tuple[str, ...]]]] = {
