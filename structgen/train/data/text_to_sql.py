@@ -313,6 +313,14 @@ def _slot(name: str, rng: random.Random, f: dict, out: dict[str, Any]) -> None:
         out[name] = str(rng.choice(f[name]))
 
 
+def _values(rng: random.Random, facts: dict, slots: tuple[str, ...]) -> dict[str, Any]:
+    """A value for each of ``slots`` (``_slot``)."""
+    vals: dict[str, Any] = {}
+    for name in slots:
+        _slot(name, rng, facts, vals)
+    return vals
+
+
 @functools.lru_cache(maxsize=4096)
 def _has_rows(sql: str) -> bool:
     """Whether ``sql`` returns at least one row with a value that is not NULL or 0."""
@@ -325,10 +333,8 @@ def _has_rows(sql: str) -> bool:
 def _render(t: T, rng: random.Random, facts: dict, tries: int = 8) -> tuple[str, str]:
     """(question, gold SQL) of template ``t``; values re-drawn up to ``tries`` times until rows come back."""
     for _ in range(tries):
-        vals: dict[str, Any] = {}
-        for s in t.slots:
-            _slot(s, rng, facts, vals)
-        sql = t.sql.format(**{k: v.replace("'", "''") for k, v in vals.items()})
+        vals = _values(rng, facts, t.slots)
+        sql = sql_composed.filled(t.sql, vals)
         if _has_rows(sql):
             break
     return say(rng, t.questions, vals), sql
@@ -358,9 +364,7 @@ def _composed(source: sql_composed.Source, shape: str) -> Template:
         facts = _facts()
         for _ in range(50):
             sql, pattern, slots = sql_composed.compose(rng, source, shape)
-            vals: dict[str, Any] = {}
-            for s in slots:
-                _slot(s, rng, facts, vals)
+            vals = _values(rng, facts, slots)
             query = sql_composed.filled(sql, vals)
             if skeleton(query) not in _heldout_skeletons() and _has_rows(query):
                 return say(rng, pattern, vals), query, query, sql_spec()
