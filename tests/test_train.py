@@ -123,6 +123,43 @@ def test_prefix_rows_keep_a_prefix_of_the_answer_visible_and_normalise_by_what_r
     assert torch.allclose(per_row, n.masked.sum(1) * math.log(V) / (n.p * n.canvas.sum(1)), rtol=1e-5)
 
 
+def test_frontier_rows_are_the_states_the_samplers_visit():
+    B, T, EOS, BLOCK = 600, 80, 0, 16
+    ids = torch.randint(10, 90, (B, 3 + T))
+    ids[:, 3 + 50:] = EOS  # 50 answer tokens, then an EOS tail
+    canvas = torch.zeros_like(ids, dtype=torch.bool)
+    canvas[:, 3:] = True
+    plain = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(4))
+    off = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(4), frontier_share=0.0)
+    assert torch.equal(off.masked, plain.masked) and off.q is None  # share 0: LLaDA's draws, unchanged
+    n = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(4), frontier_share=1.0,
+                  frontier_block=BLOCK, eos_id=EOS, mask_power=0.5)
+    assert not (n.masked & ~canvas).any() and n.masked.any(dim=1).all()
+    kinds = {"frontier": 0, "block": 0}
+    for row in range(B):
+        m = n.masked[row, 3:]
+        first = int(m.nonzero()[0])
+        q = n.q[row, 3:]
+        if (q[first:] == 1).all():  # a frontier: every position from the first mask on, each certain
+            kinds["frontier"] += 1
+            assert first <= 50 and m[first:].all()
+            continue
+        kinds["block"] += 1  # a block: nothing before its block, its block at random, every later one masked
+        start = first // BLOCK * BLOCK
+        assert not m[:start].any() and m[start + BLOCK:].all() and (q[start + BLOCK:] == 1).all()
+        random_in_block = m[start:start + BLOCK] & (q[start:start + BLOCK] < 1)
+        assert torch.allclose(q[start:start + BLOCK][random_in_block], n.p[row].expand(int(random_in_block.sum())))
+    assert 0.4 < kinds["block"] / B < 0.6, kinds
+    V = 100
+    logits = torch.zeros(int(n.masked.sum()), V)
+    per_row = diffusion_loss(logits, ids[n.masked], n, canvas.sum(1), per_row=True)
+    want = torch.stack([(1.0 / n.q[r][n.masked[r]]).sum() for r in range(B)]) * math.log(V) / T
+    assert torch.allclose(per_row, want, rtol=1e-5)
+    for bad in (dict(frontier_share=1.5), dict(frontier_block=0)):
+        with pytest.raises(ConfigError, match=next(iter(bad))):
+            TrainConfig.tiny(**bad)
+
+
 def test_loss_is_ce_over_masked_weighted_by_one_over_p_and_normalised_by_canvas():
     ids, canvas = _toy_batch(B=6, T=10)
     n = add_noise(ids, canvas, mask_id=1, generator=torch.Generator().manual_seed(2))

@@ -81,6 +81,8 @@ class TrainConfig:
     prefix_share: float = 0.0  # rows whose response is cut and its prefix made prompt (objective.py)
     mask_power: float = 0.5  # t = u ** mask_power: below 1 (1 = LLaDA's uniform t), more rows near an empty
     # canvas (objective.py); 0.5 won a 14-minute A/B on tool calls (docs/training-log.md, after run 8)
+    frontier_share: float = 0.0  # rows noised into the states decoding visits: a frontier, a block (objective.py)
+    frontier_block: int = 32  # the block of those rows: the Generator's default block_length
     # length curriculum (``competence``): the share of the run it lasts (0 = off) and the starting share
     curriculum: float = 0.35
     curriculum_start: float = 0.03
@@ -122,7 +124,7 @@ class TrainConfig:
         """``self`` after checking every setting; ``ConfigError`` naming the first bad one."""
         positive = ("hidden_size", "num_layers", "num_heads", "intermediate_size", "max_positions", "vocab_size",
                     "tokenizer_corpus", "examples_per_family", "canvas_multiple", "max_canvas", "batch_size",
-                    "max_batch_tokens", "steps", "eval_every", "bucket_batches")
+                    "max_batch_tokens", "steps", "eval_every", "bucket_batches", "frontier_block")
         for name in positive:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -146,8 +148,9 @@ class TrainConfig:
         if not (0.0 <= self.curriculum <= 1.0 and 0.0 < self.curriculum_start <= 1.0):
             raise ConfigError(f"need 0 <= curriculum <= 1 and 0 < curriculum_start <= 1, got {self.curriculum} "
                               f"and {self.curriculum_start}")
-        if not 0.0 <= self.prefix_share <= 1.0:
-            raise ConfigError(f"prefix_share must be in [0, 1], got {self.prefix_share}")
+        for name in ("prefix_share", "frontier_share"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         from ..tokenizers import PRETOKENIZERS
 
         if self.pretokenizer not in PRETOKENIZERS:

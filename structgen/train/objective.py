@@ -24,6 +24,17 @@ canvas length that normalises the row is what remains. This is LLaDA's SFT objec
 which uniform masking alone almost never shows: with ``t`` drawn uniformly, a position whose whole right
 side is masked while its left side is visible is rare, and a small model learns to lean on the right
 context (the arguments reveal the tool name) rather than on what was written before it.
+
+**Decoding states** (``frontier_share``). Moving a prefix into the prompt still masks the rest at random.
+The states the samplers actually visit are different: a frontier engine (the grammar engine, SQL) sees
+a visible prefix and *every* position after the frontier masked; block decoding (the automaton, block
+``frontier_block``) sees the blocks before the current one visible, the current block partly masked and
+every later block masked. With probability ``frontier_share`` a row is noised into one of those two states
+(half each): a frontier ``c`` uniform over the answer and its first EOS; a frontier row masks ``[c, n)``;
+a block row shows the blocks before ``c``'s, masks the rest of ``c``'s block with the row's ``p`` (``c``
+itself always) and masks every later block. The positions masked for certain are weighted as ``p = 1``
+(``Noised.q``): the loss of such a row is its cross-entropy on the masked positions, with ``1 / p`` on the
+block's random ones, over the canvas length.
 """
 
 from __future__ import annotations
@@ -45,11 +56,13 @@ class Noised:
     masked: torch.Tensor  # [B, L] bool: positions the model must predict
     p: torch.Tensor  # [B] the masking probability of each row
     canvas: torch.Tensor  # [B, L] bool: the positions that could be masked (the canvas minus any prefix)
+    q: torch.Tensor | None = None  # [B, L] each position's masking probability, where rows differ (frontier)
 
 
 def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, eps: float = 1e-3,
               generator: torch.Generator | None = None, prefix_share: float = 0.0,
-              eos_id: int | None = None, mask_power: float = 1.0) -> Noised:
+              eos_id: int | None = None, mask_power: float = 1.0, frontier_share: float = 0.0,
+              frontier_block: int = 32) -> Noised:
     """Mask each canvas position of each row with that row's probability ``p = eps + (1 - eps) t``,
     ``t = u ** mask_power`` for ``u ~ U(0, 1)`` (``mask_power`` < 1 draws more rows near an empty canvas;
     see the module docstring).
@@ -58,7 +71,9 @@ def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, ep
     at least one. With probability ``prefix_share`` a row's first ``c`` canvas positions are left out of the
     canvas (see the module docstring): ``c`` is uniform in ``0 .. k`` where ``k`` is the number of canvas
     tokens that are not ``eos_id`` (the answer; the whole canvas when ``eos_id`` is None), and at most
-    ``n - 1`` for a canvas of ``n``. Random numbers come from ``generator`` (on the CPU) for reproducibility.
+    ``n - 1`` for a canvas of ``n``. With probability ``frontier_share`` a row is noised into a decoding
+    state instead (frontier or block, see the module docstring; ``eos_id`` bounds the frontier the same way).
+    Random numbers come from ``generator`` (on the CPU) for reproducibility.
     """
     B, L = input_ids.shape
     if not bool(canvas.any(dim=1).all()):
@@ -79,13 +94,43 @@ def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, ep
         canvas = canvas & (rank >= cut[:, None])
     p, r = p.to(dev), r.to(dev)
     masked = (r < p[:, None]) & canvas
+    q = None
+    if frontier_share > 0.0:
+        masked, q = _decoding_states(input_ids, canvas, masked, p, generator, frontier_share, frontier_block,
+                                     eos_id)
     empty = ~masked.any(dim=1)
     if bool(empty.any()):  # at least one mask per row: the canvas position with the smallest draw
         pick = r.masked_fill(~canvas, 2.0).argmin(dim=1)
         rows = torch.nonzero(empty, as_tuple=True)[0]
         masked[rows, pick[rows]] = True
     ids = input_ids.masked_fill(masked, mask_id)
-    return Noised(ids=ids, masked=masked, p=p, canvas=canvas)
+    return Noised(ids=ids, masked=masked, p=p, canvas=canvas, q=q)
+
+
+def _decoding_states(input_ids, canvas, masked, p, generator, share: float, block: int, eos_id):
+    """``(masked, q)`` with a ``share`` of the rows re-noised into frontier and block states (module doc)."""
+    B, L = input_ids.shape
+    dev = input_ids.device
+    if block < 1:
+        raise ConfigError(f"frontier_block must be >= 1, got {block}")
+    n = canvas.sum(dim=1)
+    k = n if eos_id is None else torch.minimum((canvas & (input_ids != eos_id)).sum(dim=1) + 1, n)
+    c = (torch.rand(B, generator=generator) * k.cpu()).long().to(dev)  # the frontier: 0 .. k-1
+    pick = torch.rand(B, generator=generator).to(dev)
+    use = pick < share
+    as_block = pick < share / 2  # half the chosen rows: a block state, the other half a frontier
+    rank = canvas.long().cumsum(dim=1) - 1  # index of each canvas position within its row's canvas
+    start = (c // block) * block
+    after = canvas & (rank >= c[:, None])  # the frontier's masks: c and everything after it
+    in_block = canvas & (rank >= start[:, None]) & (rank < (start + block)[:, None])
+    later = canvas & (rank >= (start + block)[:, None])
+    blk = (in_block & (masked | (rank == c[:, None]))) | later  # the block at the row's p, c always, later all
+    state = torch.where(as_block[:, None], blk, after)
+    masked = torch.where(use[:, None], state, masked)
+    q = p[:, None].expand(B, L).clone()
+    certain = use[:, None] & torch.where(as_block[:, None], later | (rank == c[:, None]), after)
+    q[certain] = 1.0
+    return masked, q
 
 
 def masked_logits(model, ids: torch.Tensor, attention_mask: torch.Tensor | None,
@@ -114,7 +159,8 @@ def diffusion_loss(logits: torch.Tensor, targets: torch.Tensor, noised: Noised, 
     B = noised.masked.shape[0]
     row = torch.nonzero(noised.masked, as_tuple=True)[0]
     ce = F.cross_entropy(logits.float(), targets, reduction="none")
-    w = 1.0 / (noised.p[row] * canvas_len.to(ce.device, ce.dtype)[row])
+    p = noised.p[row] if noised.q is None else noised.q[noised.masked]
+    w = 1.0 / (p * canvas_len.to(ce.device, ce.dtype)[row])
     if per_row:
         return torch.zeros(B, dtype=ce.dtype, device=ce.device).index_add_(0, row, ce * w)
     return (ce * w).sum() / B
@@ -124,12 +170,14 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
                mask_id: int, *, eps: float = 1e-3, generator: torch.Generator | None = None,
                logits_fn: Callable | None = None, per_row: bool = False,
                prefix_share: float = 0.0, eos_id: int | None = None,
-               mask_power: float = 1.0) -> tuple[torch.Tensor, Noised]:
+               mask_power: float = 1.0, frontier_share: float = 0.0,
+               frontier_block: int = 32) -> tuple[torch.Tensor, Noised]:
     """Noise the batch, run the model on it and return ``(loss, noised)`` (``loss`` is ``[B]`` with
     ``per_row``). ``logits_fn(model, ids, attention_mask, masked) -> [N, V]`` defaults to ``masked_logits``.
     """
     noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator, prefix_share=prefix_share,
-                       eos_id=eos_id, mask_power=mask_power)
+                       eos_id=eos_id, mask_power=mask_power, frontier_share=frontier_share,
+                       frontier_block=frontier_block)
     logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
     loss = diffusion_loss(logits, input_ids[noised.masked], noised, noised.canvas.sum(dim=1), per_row=per_row)
     return loss, noised

@@ -287,7 +287,8 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
                         loss, _ = llada_loss(model, batch.input_ids, batch.attention_mask, batch.canvas, mask_id,
                                              eps=cfg.eps, generator=noise, prefix_share=cfg.prefix_share,
-                                             eos_id=eos_id, mask_power=cfg.mask_power)
+                                             eos_id=eos_id, mask_power=cfg.mask_power,
+                                             frontier_share=cfg.frontier_share, frontier_block=cfg.frontier_block)
                     if not bool(torch.isfinite(loss)):  # keep the last finite weights and save them
                         stopped_by = "diverged"
                         break
