@@ -80,7 +80,7 @@ class TrainConfig:
     eps: float = 1e-3  # LLaDA's t ~ U(eps, 1): the smallest masking probability
     prefix_share: float = 0.0  # rows whose response is cut and its prefix made prompt (objective.py)
     mask_power: float = 0.5  # t = u ** mask_power: below 1 (1 = LLaDA's uniform t), more rows near an empty
-    # canvas (objective.py); 0.5 won a 14-minute A/B on tool calls (docs/training-log.md, after run 8)
+    # canvas (objective.py); 0.5 won a 14-minute A/B on tool calls, unconfirmed at full length (run 10)
     frontier_share: float = 0.0  # rows noised into the states decoding visits: a frontier, a block (objective.py)
     frontier_block: int = 32  # the block of those rows: the Generator's default block_length
     # length curriculum (``competence``): the share of the run it lasts (0 = off) and the starting share
