@@ -71,9 +71,10 @@ rules and require llguidance to accept them.
   endgame's widening search now rests after a failure). The scopes number 2 x (2^n - n - 1) + n for n
   tables, so they are built for at most ``EXACT_JOIN_MAX_TABLES`` (4); a larger schema keeps every
   top-level join permissive. What a CFG cannot see is left to the
-  validators: whether a qualified reference's table is in scope in nested queries and in ``d``, a ``LEFT
+  validators: whether a qualified reference's table is in scope in nested queries and in ``d``, an alias
+  declared twice in a subquery's FROM, a subquery of several columns used as a value, a ``LEFT
   JOIN``'s ``ON`` naming a table declared after it, whether an output alias used in ORDER BY was
-  declared, types.
+  declared, types. (Trained models write the first three and the ORDER BY alias: training log, run 10.)
 * Output aliases after ``AS`` (and bare in ORDER BY) are ``[a-z][a-z0-9_]{0,29}`` minus SQLite's keywords
   and minus the schema's table names, column names and aliases (so a bare name in ORDER BY is never
   a column in disguise); the terminal is an explicit regex of that difference (no look-around).
