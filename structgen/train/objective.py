@@ -86,12 +86,10 @@ def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, ep
     dev = input_ids.device
     if prefix_share > 0.0:
         n = canvas.sum(dim=1)
-        k = n if eos_id is None else (canvas & (input_ids != eos_id)).sum(dim=1) + 1
-        cut = (torch.rand(B, generator=generator) * k.cpu()).long()  # 0 .. k-1
+        cut = (torch.rand(B, generator=generator) * _answer_ends(input_ids, canvas, eos_id).cpu()).long()
         cut = torch.minimum(cut, n.cpu() - 1)  # at least one canvas position remains
         cut = torch.where(torch.rand(B, generator=generator) < prefix_share, cut, torch.zeros_like(cut)).to(dev)
-        rank = canvas.long().cumsum(dim=1) - 1  # index of each canvas position within its row's canvas
-        canvas = canvas & (rank >= cut[:, None])
+        canvas = canvas & (_canvas_rank(canvas) >= cut[:, None])
     p, r = p.to(dev), r.to(dev)
     masked = (r < p[:, None]) & canvas
     q = None
@@ -107,30 +105,40 @@ def add_noise(input_ids: torch.Tensor, canvas: torch.Tensor, mask_id: int, *, ep
     return Noised(ids=ids, masked=masked, p=p, canvas=canvas, q=q)
 
 
+def _answer_ends(input_ids: torch.Tensor, canvas: torch.Tensor, eos_id: int | None) -> torch.Tensor:
+    """``[B]``: each row's canvas positions that are not ``eos_id``, plus one for the first EOS (the whole
+    canvas when ``eos_id`` is None) — the bound of the uniform cut points of prefix and frontier rows."""
+    if eos_id is None:
+        return canvas.sum(dim=1)
+    return (canvas & (input_ids != eos_id)).sum(dim=1) + 1
+
+
+def _canvas_rank(canvas: torch.Tensor) -> torch.Tensor:
+    """``[B, L]``: the index of each canvas position within its row's canvas."""
+    return canvas.long().cumsum(dim=1) - 1
+
+
 def _decoding_states(input_ids, canvas, masked, p, generator, share: float, block: int, eos_id):
     """``(masked, q)`` with a ``share`` of the rows re-noised into frontier and block states (module doc)."""
-    B, L = input_ids.shape
-    dev = input_ids.device
     if block < 1:
         raise ConfigError(f"frontier_block must be >= 1, got {block}")
-    n = canvas.sum(dim=1)
-    k = n if eos_id is None else torch.minimum((canvas & (input_ids != eos_id)).sum(dim=1) + 1, n)
+    B = input_ids.shape[0]
+    dev = input_ids.device
+    k = torch.minimum(_answer_ends(input_ids, canvas, eos_id), canvas.sum(dim=1))
     c = (torch.rand(B, generator=generator) * k.cpu()).long().to(dev)  # the frontier: 0 .. k-1
     pick = torch.rand(B, generator=generator).to(dev)
     use = pick < share
     as_block = pick < share / 2  # half the chosen rows: a block state, the other half a frontier
-    rank = canvas.long().cumsum(dim=1) - 1  # index of each canvas position within its row's canvas
+    rank = _canvas_rank(canvas)
     start = (c // block) * block
+    at_c = rank == c[:, None]
     after = canvas & (rank >= c[:, None])  # the frontier's masks: c and everything after it
     in_block = canvas & (rank >= start[:, None]) & (rank < (start + block)[:, None])
     later = canvas & (rank >= (start + block)[:, None])
-    blk = (in_block & (masked | (rank == c[:, None]))) | later  # the block at the row's p, c always, later all
-    state = torch.where(as_block[:, None], blk, after)
-    masked = torch.where(use[:, None], state, masked)
-    q = p[:, None].expand(B, L).clone()
-    certain = use[:, None] & torch.where(as_block[:, None], later | (rank == c[:, None]), after)
-    q[certain] = 1.0
-    return masked, q
+    blk = (in_block & (masked | at_c)) | later  # the block at the row's p, c always, every later block
+    masked = torch.where(use[:, None], torch.where(as_block[:, None], blk, after), masked)
+    certain = use[:, None] & torch.where(as_block[:, None], later | at_c, after)
+    return masked, torch.where(certain, 1.0, p[:, None])
 
 
 def masked_logits(model, ids: torch.Tensor, attention_mask: torch.Tensor | None,
