@@ -6,7 +6,7 @@
 - a model that *tries* to smuggle an extra argument, a tool that is not offered or a second call gets a
   schema-valid call of an offered tool, or none.
 
-Models: ``RandomLogits`` (random logits through the real constraint), ``ScriptedLogits`` below (random
+Models: ``RandomLogits`` (random logits through the real constraint), ``ScriptedLogits`` (``scripted_model``: random
 logits plus a strong push towards a chosen text at every canvas position: a model that actively wants to
 write the attack), and the shipped default model.
 """
@@ -25,37 +25,13 @@ import structgen as sg
 from structgen.agent import (AgentRuntime, ApprovalError, AuditLog, Executor, Policy, TurnCancelled, TurnSpec,
                              load_tools)
 
+from scripted_model import ScriptedLogits
+
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = load_tools(ROOT / "examples" / "tools.py")
 BY = {t.name: t for t in TOOLS}
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 SLOW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-class ScriptedLogits(sg.models.RandomLogits):
-    """Random logits plus ``strength`` on the tokens of ``target`` at canvas positions 0, 1, ... and on EOS
-    after it: a model that tries hard to write ``target``, whatever the constraint allows."""
-
-    def __init__(self, tokenizer, target: str, strength: float = 25.0, seed: int = 0):
-        super().__init__(tokenizer, seed=seed)
-        self.target = list(self.tokenizer.encode(target, add_special_tokens=False))
-        self.strength = strength
-        self.prompt_len = 0
-
-    def encode_prompt(self, prompt):
-        ids = super().encode_prompt(prompt)
-        self.prompt_len = len(ids)
-        return ids
-
-    def _logits(self, ids, attention_mask):
-        out = super()._logits(ids, attention_mask)
-        p, n = self.prompt_len, ids.shape[1]
-        for i, tok in enumerate(self.target):
-            if p + i < n:
-                out[:, p + i, tok] += self.strength
-        if p + len(self.target) < n:
-            out[:, p + len(self.target):, self.eos_id] += self.strength
-        return out
 
 
 class Spy:

@@ -79,6 +79,14 @@ rules and require llguidance to accept them.
   and minus the schema's table names, column names and aliases (so a bare name in ORDER BY is never
   a column in disguise); the terminal is an explicit regex of that difference (no look-around).
 * Names that are not plain identifiers, or that are keywords, are double-quoted.
+
+**Strict** (``specialise(schema, strict=True)``, ``sg.Sql(db, strict=True)``, the generator's fallback when
+repair runs out): only the outermost query's exact scopes (one table; a join of up to
+``EXACT_JOIN_MAX_TABLES`` tables, each declared once; a self-join), and subqueries of one table and one
+result column that name only their own table (``u{i}``: no correlation, so no scope a CFG cannot see); no
+subquery in FROM; ORDER BY and GROUP BY terms are a column, a function call or (ORDER BY of a grouped query)
+an aggregate — never an output alias or a bare integer, which SQLite reads as a result column's index and
+range-checks. Every sentence of it runs (``tests/test_sql_strict.py`` runs random derivations).
 """
 
 from __future__ import annotations
@@ -125,13 +133,18 @@ def _alts(items: Iterable[str]) -> str:
 @dataclass(frozen=True)
 class _Scope:
     """One scope: rule suffix, the body of its column reference rule and of its FROM clause, and whether
-    a bare output alias may stand as an ORDER BY term."""
+    a bare output alias may stand as an ORDER BY term. ``named_terms``: ORDER BY and GROUP BY terms are a
+    column, an aggregate or a function call only (any expression may be a bare integer, which SQLite reads
+    as a result column's index and range-checks); ``one_item``: the query has exactly one result column
+    (a subquery used as a value). Both are the strict grammar's."""
 
     name: str
     col: str
     from_: str
     order_alias: bool
     star: str = "qstar"  # the rule for ``X.*`` items
+    named_terms: bool = False
+    one_item: bool = False
 
 
 # operator and function-name classes are terminals (one lexeme each), not rule alternatives: Lark's Earley
@@ -214,15 +227,34 @@ def _scope_rules(sc: _Scope) -> list[tuple[str, str]]:
     Lark does not expand the query into one alternative per combination of clauses."""
     s = sc.name
     a, n = f"expr_{s}_a", f"expr_{s}_n"
-    oterm = f"({a} | OUT_ALIAS)" if sc.order_alias else a
+    items = f"item_{s}" if sc.one_item else f'item_{s} (", " item_{s})*'
+    item = f'{a} (" AS " OUT_ALIAS)?' if sc.one_item else f'"*" | {sc.star} | {a} (" AS " OUT_ALIAS)?'
+    tail = f"group_{s}" if sc.named_terms else f"group_{s} order_{s}"
     rules = [
-        (f"query_{s}", f'"SELECT " distinct items_{s} " FROM " from_{s} where_{s} group_{s} order_{s} limit'),
-        (f"items_{s}", f'item_{s} (", " item_{s})*'),
-        (f"item_{s}", f'"*" | {sc.star} | {a} (" AS " OUT_ALIAS)?'),
+        (f"query_{s}", f'"SELECT " distinct items_{s} " FROM " from_{s} where_{s} {tail} limit'),
+        (f"items_{s}", items),
+        (f"item_{s}", item),
         (f"where_{s}", f'(" WHERE " {n})?'),
-        (f"group_{s}", f'(" GROUP BY " {n} (", " {n})* (" HAVING " {a})?)?'),
-        (f"order_{s}", f'(" ORDER BY " oterm_{s} (", " oterm_{s})*)?'),
-        (f"oterm_{s}", f"{oterm} ORDER_DIR?"),
+    ]
+    if sc.named_terms:  # an aggregate orders only a grouped query (SQLite: "misuse of aggregate" otherwise)
+        rules += [
+            (f"group_{s}", f"grouped_{s} | order_n_{s}"),
+            (f"grouped_{s}", f'" GROUP BY " gterm_{s} (", " gterm_{s})* having_{s} order_a_{s}'),
+            (f"gterm_{s}", f"col_{s} | func_{s}_n"),
+            (f"having_{s}", f'(" HAVING " {a})?'),
+            (f"order_a_{s}", f'(" ORDER BY " oterm_a_{s} (", " oterm_a_{s})*)?'),
+            (f"oterm_a_{s}", f"(col_{s} | agg_{s} | func_{s}_a) ORDER_DIR?"),
+            (f"order_n_{s}", f'(" ORDER BY " oterm_n_{s} (", " oterm_n_{s})*)?'),
+            (f"oterm_n_{s}", f"(col_{s} | func_{s}_n) ORDER_DIR?"),
+        ]
+    else:
+        oterm = f"({a} | OUT_ALIAS)" if sc.order_alias else a
+        rules += [
+            (f"group_{s}", f'(" GROUP BY " {n} (", " {n})* (" HAVING " {a})?)?'),
+            (f"order_{s}", f'(" ORDER BY " oterm_{s} (", " oterm_{s})*)?'),
+            (f"oterm_{s}", f"{oterm} ORDER_DIR?"),
+        ]
+    rules += [
         (f"from_{s}", sc.from_),
         (f"col_{s}", sc.col),
         _agg_rule(s),
@@ -272,8 +304,7 @@ def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[st
     table by its bare name (scope ``b{bits}``, columns qualified by those names). Only the names of ``A``
     qualify columns, and the FROM declares each table of ``A`` exactly once, in any order: one rule per
     set of tables declared so far (``f{scope}_{done}``), so a name can be neither missing nor declared
-    twice. Then one self-join scope per table (``s{i}``: ``t AS a JOIN t AS a2 ON ...``, qualified by
-    both aliases, nothing else joined). Appends the FROM rules to ``des_rules``; returns the scopes."""
+    twice. Appends the FROM rules to ``des_rules``; returns the scopes."""
     tables = schema.tables
     styles = {"k": [(f'{_lit(quote_ident(t.name))} " AS " {_lit(aliases[t.name][0])}', aliases[t.name][0])
                     for t in tables],
@@ -298,7 +329,14 @@ def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[st
             star = "(" + " | ".join(_lit(named[i][1]) for i in members) + ') ".*"'
             from_ = " | ".join(f"{named[i][0]} f{s}_{1 << i}" for i in members)
             scopes.append(_Scope(s, col, from_, order_alias=True, star=star))
-    for i, t in enumerate(tables):  # a self-join: the table under both its aliases, and nothing else
+    return scopes
+
+
+def _self_join_scopes(schema: DbSchema, aliases: dict) -> list[_Scope]:
+    """One self-join scope per table (``s{i}``: ``t AS a JOIN t AS a2 ON ...``, columns qualified by both
+    aliases, nothing else joined)."""
+    scopes = []
+    for i, t in enumerate(schema.tables):
         a1, a2 = (_lit(a) for a in aliases[t.name])
         tname = _lit(quote_ident(t.name))
         scopes.append(_Scope(f"s{i}", f'({a1} | {a2}) "." cols_{i}',
@@ -307,8 +345,13 @@ def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[st
     return scopes
 
 
-def specialise(schema: DbSchema) -> str:
-    """The Lark text of the SELECT grammar specialised to ``schema`` (see the module docstring)."""
+def specialise(schema: DbSchema, *, strict: bool = False) -> str:
+    """The Lark text of the SELECT grammar specialised to ``schema`` (see the module docstring);
+    ``strict=True``: the strict grammar, whose every sentence runs (the module docstring's last part)."""
+    if strict:
+        from .strict_grammar import strict_grammar
+
+        return strict_grammar(schema)
     aliases = table_aliases(schema)
     derived = derived_aliases(schema, aliases)
     rules: list[tuple[str, str]] = [("start", "top")]
@@ -337,7 +380,7 @@ def specialise(schema: DbSchema) -> str:
                                star=f'{_lit(d)} ".*"'))
     exact_joins = len(schema.tables) <= EXACT_JOIN_MAX_TABLES
     if exact_joins:
-        tops += _top_joined_scopes(schema, aliases, des_rules)
+        tops += _top_joined_scopes(schema, aliases, des_rules) + _self_join_scopes(schema, aliases)
     des_rules += [
         ("des_sub", _alts(_lit(d) for d in derived)),
         ("cols_sub", "OUT_ALIAS | " + _alts(_lit(c) for c in all_cols)),
@@ -377,3 +420,4 @@ def specialise(schema: DbSchema) -> str:
               + ("kBITS (a join of the tables in BITS, each AS its alias), bBITS (the same by bare names), sI (a "
                  "self-join) and d (a subquery in FROM)." if exact_joins else "j (every join)."))
     return _render(header, rules, terminals)
+

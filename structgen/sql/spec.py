@@ -82,27 +82,37 @@ def sql_prompt(schema: DbSchema, prompt: Any) -> Any:
 class Sql(Grammar):
     """One read-only SQLite SELECT over ``database``, valid by construction against its schema.
 
-    ``Sql(database, *, validators=(), explain=True, second_opinion=True)``: ``explain`` checks each result
-    with SQLite ``EXPLAIN`` on the real file, ``second_opinion`` adds a tree-sitter parse; ``validators``
-    are extra callables ``text -> list[Issue]`` run after those. Attributes: ``database`` (resolved path),
-    ``schema`` (``DbSchema``), ``text`` (the specialised Lark grammar), ``validators``.
+    ``Sql(database, *, validators=(), explain=True, second_opinion=True, strict=False)``: ``explain`` checks
+    each result with SQLite ``EXPLAIN`` on the real file, ``second_opinion`` adds a tree-sitter parse;
+    ``validators`` are extra callables ``text -> list[Issue]`` run after those. ``strict=True`` uses the
+    strict grammar (``specialise(schema, strict=True)``): subqueries of one table and one column that name
+    only their own table, no subquery in FROM, ORDER BY and GROUP BY terms that are columns, aggregates or
+    function calls; every query it allows runs. Attributes: ``database`` (resolved path), ``schema``
+    (``DbSchema``), ``text`` (the specialised Lark grammar), ``validators``, ``strict``, and ``fallback``
+    (the strict variant, which the generator turns to when the repair rounds run out; None when strict).
     """
 
     database: Path
     schema: DbSchema
 
     def __init__(self, database: str | Path, *, validators: Sequence[Callable] = (), explain: bool = True,
-                 second_opinion: bool = True):
+                 second_opinion: bool = True, strict: bool = False):
         if not isinstance(database, (str, Path)) or not str(database):
             raise SpecError(f"Sql needs the path of a SQLite database file, got {database!r}")
         if callable(validators):
             validators = (validators,)
         schema = DbSchema.read(database)  # SpecError when missing or not a database
-        text = specialise(schema)
+        self._build(schema, tuple(validators), bool(explain), bool(second_opinion), bool(strict))
+
+    def _build(self, schema: DbSchema, extra: tuple, explain: bool, second_opinion: bool, strict: bool) -> None:
+        text = specialise(schema, strict=strict)
         from structgen.validators.sql import sql_validators
 
-        checks = (*sql_validators(schema, explain=explain, second_opinion=second_opinion), *validators)
+        checks = (*sql_validators(schema, explain=explain, second_opinion=second_opinion), *extra)
         set_ = object.__setattr__
+        set_(self, "strict", strict)
+        set_(self, "extra_validators", extra)
+        set_(self, "_fallback", None)
         set_(self, "source", text)
         set_(self, "validators", tuple(checks))
         set_(self, "start", "start")
@@ -122,6 +132,18 @@ class Sql(Grammar):
     def __setattr__(self, name, value):
         raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}: specs are immutable")
 
+    @property
+    def fallback(self) -> "Sql | None":
+        """The strict variant of this spec (same database and validators), built on first use; None when
+        this one is strict already. The generator's last resort: see ``Generator.generate``."""
+        if self.strict:
+            return None
+        if self._fallback is None:
+            twin = object.__new__(Sql)
+            twin._build(self.schema, self.extra_validators, self.explain, self.second_opinion, True)
+            object.__setattr__(self, "_fallback", twin)
+        return self._fallback
+
     def render_prompt(self, prompt):
         return sql_prompt(self.schema, prompt)
 
@@ -130,4 +152,4 @@ class Sql(Grammar):
         return "sql:" + _digest(self.text, self.schema.digest)
 
     def __repr__(self) -> str:
-        return f"Sql({str(self.database)!r})"
+        return f"Sql({str(self.database)!r}{', strict=True' if self.strict else ''})"

@@ -1,0 +1,149 @@
+"""The strict SQL grammar (``specialise(schema, strict=True)``, ``sg.Sql(db, strict=True)``) and the
+generator's fallback to it when the repair rounds run out.
+
+The strict grammar gives up what a context-free grammar cannot check (correlated subqueries, subqueries in
+FROM, output aliases and bare integers as ORDER BY / GROUP BY terms, subqueries of several columns used as a
+value) so that every query it derives runs on the database and passes every validator.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+import structgen as sg
+from structgen.constraints.vocab import TokenVocab
+from structgen.sql import DbSchema, specialise
+from structgen.validators import validators_for
+
+from scripted_model import ScriptedLogits
+from test_sql_grammar import VALID, _derivations, _issues
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def vocab(tok4k):
+    return TokenVocab.of(tok4k)
+
+
+@pytest.fixture(scope="module")
+def strict(shop_db):
+    return sg.Sql(shop_db, strict=True)
+
+
+@pytest.fixture(scope="module")
+def strict_c(strict, tok4k):
+    return sg.compile(strict, tok4k)
+
+
+def test_every_query_the_strict_grammar_derives_runs_and_validates(strict, shop_db):
+    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    checks = validators_for(strict)
+    queries = _derivations(strict.text, 150, seed=11) + _derivations(strict.text, 150, seed=12, max_depth=10)
+    failed = []
+    for q in queries:
+        try:
+            con.execute(q).fetchmany(3)
+        except sqlite3.Error as e:
+            failed.append((q, str(e)))
+            continue
+        if _issues(checks, q):
+            failed.append((q, _issues(checks, q)[0].message))
+    assert not failed, failed[:3]
+
+
+def test_the_default_grammar_derives_queries_that_do_not_run(spec_default, shop_db):
+    # the contrast that makes the strict grammar worth having: the same derivations from the default one
+    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    errors = 0
+    for q in _derivations(spec_default.text, 150, seed=11):
+        try:
+            con.execute(q).fetchmany(1)
+        except sqlite3.Error:
+            errors += 1
+    assert errors > 30
+
+
+@pytest.fixture(scope="module")
+def spec_default(shop_db):
+    return sg.Sql(shop_db)
+
+
+def test_llguidance_accepts_what_lark_derives_from_the_strict_grammar(strict, strict_c, vocab):
+    rejected = [q for q in _derivations(strict.text, 120, seed=5) if not strict_c.accepts(vocab.encode(q))]
+    assert not rejected, rejected[:3]
+
+
+def test_the_strict_grammar_excludes_what_a_cfg_cannot_check(strict_c, vocab, strict):
+    enc = vocab.encode
+    for q in ("SELECT country, COUNT(*) FROM customers GROUP BY country ORDER BY COUNT(*) DESC",
+              "SELECT c.name FROM customers AS c JOIN orders AS o ON o.customer_id = c.id ORDER BY c.name",
+              "SELECT name FROM customers WHERE id IN (SELECT customer_id FROM orders WHERE status = 'shipped')",
+              "SELECT name FROM products WHERE price > (SELECT AVG(price) FROM products)",
+              "SELECT c.name FROM customers AS c JOIN customers AS c2 ON c2.city = c.city",
+              "SELECT name, UPPER(city) FROM customers ORDER BY LOWER(name) DESC LIMIT 3"):
+        assert strict_c.accepts(enc(q)), q
+    for q in ("SELECT name AS n FROM customers ORDER BY n",  # an output alias as a term
+              "SELECT name FROM customers ORDER BY 3", "SELECT name FROM customers GROUP BY 2",  # an index
+              "SELECT name FROM customers ORDER BY COUNT(*)",  # an aggregate orders an ungrouped query
+              "SELECT name FROM customers WHERE id IN (SELECT id, name FROM customers)",  # two columns
+              "SELECT name FROM customers AS c WHERE EXISTS (SELECT 1 FROM orders WHERE customer_id = c.id)",
+              "SELECT sub.n FROM (SELECT COUNT(*) AS n FROM orders) AS sub",  # a subquery in FROM
+              "SELECT name FROM customers WHERE id IN (SELECT o.customer_id FROM orders AS o)"):  # an alias inside
+        assert not strict_c.accepts(enc(q)), q
+    # most of the hand-written corpus is still a strict query
+    kept = sum(strict_c.accepts(enc(q)) for q in VALID)
+    assert kept >= 0.6 * len(VALID), kept
+
+
+def test_strict_spec_attributes(strict, spec_default, shop_db):
+    assert strict.strict and strict.fallback is None and strict.text == specialise(strict.schema, strict=True)
+    assert repr(strict).endswith("strict=True)") and strict.key != spec_default.key
+    fb = spec_default.fallback
+    assert fb is spec_default.fallback and fb.strict and fb.key == strict.key
+    assert not spec_default.strict and isinstance(spec_default.schema, DbSchema)
+
+    def mine(text):
+        return []
+
+    names = [type(v).__name__ for v in sg.Sql(shop_db, validators=[mine], explain=False).fallback.validators]
+    assert names[-1] == "function" and "SqliteExplainValidator" not in names
+
+
+# -- the fallback ------------------------------------------------------------------------------------------
+
+# a model that insists on a query the validators reject and the default grammar allows: the repair rounds
+# cannot talk it out of it (its push outweighs their penalties), the strict grammar can
+STUBBORN = {
+    "SELECT name AS n FROM customers ORDER BY m": "SELECT name AS n FROM customers ORDER BY ",
+    "SELECT name FROM customers ORDER BY 3": "SELECT name FROM customers ORDER BY ",
+}
+
+
+@pytest.mark.parametrize("target", sorted(STUBBORN))
+def test_the_strict_fallback_releases_a_query_that_runs(target, spec_default, tok4k, shop_db):
+    gen = sg.Generator(ScriptedLogits(tok4k, target))
+    r = gen.generate("Customers by name?", spec_default, max_tokens=40)
+    assert r.valid and r.fallback and r.repair_rounds == 4, (r.text, r.errors)
+    assert r.text.startswith(STUBBORN[target]) and r.text != target
+    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    con.execute(r.text).fetchall()
+    # without repair rounds there is no fallback either: the invalid query is returned as it is
+    r0 = gen.generate("Customers by name?", spec_default, max_tokens=40, max_repair_rounds=0, strict=False)
+    assert not r0.valid and not r0.fallback and r0.text == target
+
+
+def test_no_fallback_when_the_first_answer_is_valid(spec_default, tok4k):
+    q = "SELECT name FROM customers ORDER BY name"
+    r = sg.Generator(ScriptedLogits(tok4k, q)).generate("Customers by name?", spec_default, max_tokens=40)
+    assert r.valid and not r.fallback and r.repair_rounds == 0 and r.text == q
+
+
+def test_the_fallback_is_shown_as_a_remask_event(spec_default, tok4k):
+    gen = sg.Generator(ScriptedLogits(tok4k, "SELECT name FROM customers ORDER BY 3"))
+    r = gen.generate("Customers by name?", spec_default, max_tokens=40, trace=True)
+    notes = [e.note for e in r.trace if e.kind == "remask"]
+    assert len(notes) == 4 and notes[-1].startswith("strict fallback after: ") and "ORDER BY" in notes[-1]
+
