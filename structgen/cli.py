@@ -89,7 +89,8 @@ def _trace_printer(gen):
 
 def _summary(r) -> None:
     err.print(f"[dim]valid={r.valid} engine={r.engine} nfe={r.nfe} tokens={r.n_output_tokens} "
-              f"forced={r.n_forced} repairs={r.repair_rounds} {r.timings['total_s']:.2f}s[/]")
+              f"forced={r.n_forced} repairs={r.repair_rounds}{' (strict fallback)' if r.fallback else ''} "
+              f"{r.timings['total_s']:.2f}s[/]")
 
 
 def _result_json(r, **extra) -> str:
@@ -97,7 +98,7 @@ def _result_json(r, **extra) -> str:
     return json.dumps({
         "text": r.text, "value": value, "valid": r.valid, "errors": r.errors, "nfe": r.nfe, "engine": r.engine,
         "timings": r.timings, "output_tokens": r.n_output_tokens, "forced_tokens": r.n_forced,
-        "repair_rounds": r.repair_rounds, **extra,
+        "repair_rounds": r.repair_rounds, "fallback": r.fallback, **extra,
     }, default=str)
 
 

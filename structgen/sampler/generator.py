@@ -4,7 +4,10 @@
     r = gen.generate("Maria Lopez, 41, lives in Porto", sg.JsonSchema(schema), max_tokens=64)
 
 Every result is validated; failing spans are re-masked and denoised again up to ``max_repair_rounds``
-times, then ``GenerationError`` (``generate(..., strict=False)`` returns the invalid result instead). A dead
+times. A spec with a ``fallback`` (``Sql``: its strict grammar, every query of which runs) then gets one
+more stage: the whole canvas re-masked and denoised under the fallback, with repair rounds of its own
+(``Result.fallback`` says so). Then ``GenerationError`` (``generate(..., strict=False)`` returns the
+invalid result instead). A dead
 end (``DeadEnd``: the grammar engine's committed prefix cannot be finished inside the canvas) uses the same
 rounds: the generator re-masks from before the dead end, further back each round, and denoises again.
 """
@@ -118,7 +121,9 @@ class Generator:
         vocab = self.vocab
         decode = vocab.decode
         penalty = None
-        rounds = 0
+        rounds = stage_rounds = 0
+        fallback = getattr(spec, "fallback", None) if constrained and s["max_repair_rounds"] else None
+        used_fallback = False
         while True:
             try:
                 denoise(model, prompt_ids, session, canvas, policy, temperature=s["temperature"], gen=gen,
@@ -135,16 +140,33 @@ class Generator:
             else:
                 text = decode([t for t in ids[: dead.position] if t >= 0])
                 issues = [Issue(str(dead), None, "", "canvas")]
-            if not issues or rounds >= s["max_repair_rounds"]:
+            if not issues:
                 break
+            if stage_rounds >= s["max_repair_rounds"]:
+                # the last resort: the spec's stricter variant (Sql: every query its strict grammar allows
+                # runs), on a fresh canvas, with repair rounds of its own
+                stage = self._fallback_stage(fallback, s["engine"], max_tokens, device) if fallback else None
+                if stage is None:
+                    break
+                constraint, session, checks = stage
+                fallback, used_fallback, penalty, stage_rounds = None, True, None, 0
+                rounds += 1
+                canvas.fill_(MASK)
+                if stats.wants_events:
+                    stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
+                                            positions=list(range(max_tokens)), text=text,
+                                            note="strict fallback after: "
+                                                 + "; ".join(i.message for i in issues)[:480]))
+                continue
             rounds += 1
+            stage_rounds += 1
             if penalty is None:
                 penalty = torch.zeros(max_tokens, vocab.size, device=device)
             if dead is None:
-                pos = positions_to_remask(issues, vocab.token_offsets(ids), len(text), rounds,
+                pos = positions_to_remask(issues, vocab.token_offsets(ids), len(text), stage_rounds,
                                           prefix_only=constraint.engine != "automaton")
             else:
-                pos = backoff_positions(dead.position, max_tokens, rounds)
+                pos = backoff_positions(dead.position, max_tokens, stage_rounds)
             remask(canvas, pos, penalty)
             if stats.wants_events:
                 stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
@@ -161,7 +183,7 @@ class Generator:
             timings={"model_s": stats.model_s, "constraint_s": stats.constraint_s,
                      "total_s": time.perf_counter() - t_start},
             engine=constraint.engine, trace=stats.events, tokens=ids, n_output_tokens=n_out,
-            n_forced=n_forced, steps=stats.steps, repair_rounds=rounds,
+            n_forced=n_forced, steps=stats.steps, repair_rounds=rounds, fallback=used_fallback,
         )
         if not valid and strict:
             raise GenerationError(
@@ -169,6 +191,16 @@ class Generator:
                 "Try a larger max_tokens, a different seed, or a model trained for this task.",
                 text=text, errors=result.errors)
         return result
+
+    def _fallback_stage(self, fallback: Spec, engine: str, max_tokens: int, device):
+        """(constraint, session, validators) of the fallback spec; None when its shortest output does not
+        fit the canvas."""
+        from ..validators import validators_for
+
+        constraint = self.compile(fallback, engine)
+        if constraint.min_tokens() > max_tokens:
+            return None
+        return constraint, constraint.session(max_tokens, device), validators_for(fallback)
 
     def json(self, prompt, schema_or_model: Any, max_tokens: int = 256, **kw):
         """Generate JSON for a pydantic model (returns a validated instance) or a dict schema (a value)."""

@@ -11,7 +11,8 @@ class Result:
     """``text`` (the decoded output), ``value`` (parsed JSON or a pydantic instance; None for text specs),
     ``valid`` (every validator passed), ``errors`` (validator messages of the final text), ``nfe`` (model
     forward passes), ``timings`` ({"model_s", "constraint_s", "total_s"}), ``engine`` ("automaton" or
-    "grammar"), ``trace`` (step events when tracing), plus token-level counts."""
+    "grammar"), ``trace`` (step events when tracing), plus token-level counts, ``repair_rounds`` and
+    ``fallback`` (the repair rounds ran out and the spec's stricter fallback wrote the text)."""
 
     text: str
     value: Any
@@ -26,6 +27,7 @@ class Result:
     n_forced: int = 0
     steps: int = 0
     repair_rounds: int = 0
+    fallback: bool = False
 
     @property
     def nfe_per_token(self) -> float:

@@ -241,7 +241,7 @@ class ChatService:
         self._audit("completed", plan.request_id, {"finish_reason": "stop", "nfe": r.nfe, "valid": r.valid,
                                                    "output_tokens": r.n_output_tokens})
         ext = {"request_id": plan.request_id, "nfe": r.nfe, "steps": r.steps, "engine": r.engine,
-               "repair_rounds": r.repair_rounds}
+               "repair_rounds": r.repair_rounds, "fallback": r.fallback}
         return Completion(id=plan.request_id, model=plan.model, content=r.text, finish_reason="stop",
                           prompt_tokens=prompt_tokens, completion_tokens=r.n_output_tokens, extension=ext)
 

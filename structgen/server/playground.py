@@ -278,10 +278,10 @@ def _jsonable(value: Any) -> Any:
 
 def _result_payload(r, *, kind: str, **extra) -> dict:
     """``structgen.result``: ``text, value, valid, errors, nfe, steps, decision`` (``None`` but for tool sets)
-    plus ``kind, engine, timings, repair_rounds, output_tokens, forced_tokens`` and ``extra``."""
+    plus ``kind, engine, timings, repair_rounds, fallback, output_tokens, forced_tokens`` and ``extra``."""
     return {"text": r.text, "value": _jsonable(r.value) if r.valid else None, "valid": r.valid,
             "errors": list(r.errors), "nfe": r.nfe, "steps": r.steps, "decision": None, "kind": kind,
-            "engine": r.engine, "timings": r.timings, "repair_rounds": r.repair_rounds,
+            "engine": r.engine, "timings": r.timings, "repair_rounds": r.repair_rounds, "fallback": r.fallback,
             "output_tokens": r.n_output_tokens, "forced_tokens": r.n_forced, **extra}
 
 
