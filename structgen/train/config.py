@@ -81,7 +81,8 @@ class TrainConfig:
     prefix_share: float = 0.0  # rows whose response is cut and its prefix made prompt (objective.py)
     mask_power: float = 0.5  # t = u ** mask_power: below 1 (1 = LLaDA's uniform t), more rows near an empty
     # canvas (objective.py); 0.5 won a 14-minute A/B on tool calls, unconfirmed at full length (run 10)
-    frontier_share: float = 0.0  # rows noised into the states decoding visits: a frontier, a block (objective.py)
+    frontier_share: float = 0.5  # rows noised into the states decoding visits: a frontier, a block (objective.py);
+    # 0.5 is run 9's recipe (training log, run 11)
     frontier_block: int = 32  # the block of those rows: the Generator's default block_length
     # length curriculum (``competence``): the share of the run it lasts (0 = off) and the starting share
     curriculum: float = 0.35
@@ -108,7 +109,7 @@ class TrainConfig:
                     vocab_size=600, tokenizer_corpus=400, examples_per_family=24, heldout_per_family=4,
                     canvas_sizes=(32, 64, 128), max_canvas=128, batch_size=8, max_batch_tokens=8192, lr=3e-3,
                     warmup_steps=5, steps=30, minutes=None, threads=1, eval_every=10, bucket_batches=4,
-                    curriculum=0.0, precision="fp32", copy_head=False, mask_power=1.0)
+                    curriculum=0.0, precision="fp32", copy_head=False, mask_power=1.0, frontier_share=0.0)
         return cls(**{**base, **overrides}).validated()
 
     PRESETS: ClassVar[tuple[str, ...]] = ("small", "tiny")
