@@ -12,6 +12,8 @@ import structgen as sg
 from structgen.train.evaluate import MODES, Row, evaluate, field_accuracy, score
 from structgen.train.eval_report import markdown, write_report
 
+from scripted_model import ScriptedLogits
+
 
 def test_field_accuracy_counts_missing_and_extra_fields():
     gold = {"name": "Ana", "age": 41, "tags": ["a", "b"], "home": {"city": "Porto"}}
@@ -75,3 +77,13 @@ def test_a_random_logits_run_writes_the_report(tmp_path, tok4k):
     with pytest.raises(sg.StructgenError, match="unknown eval mode"):
         evaluate(model, families=("json",), n=1, modes=("fast",))
     assert set(MODES) == {"constrained", "unconstrained", "one-token"}
+
+
+def test_the_fallback_column_counts_answers_the_strict_grammar_wrote(tok4k):
+    # a model that insists on a column index out of range: valid only through the strict fallback
+    model = ScriptedLogits(tok4k, "SELECT name FROM customers ORDER BY 3")
+    rows = evaluate(model, families=("sql",), n=1, modes=("constrained", "unconstrained"))
+    by = {r.mode: r for r in rows}
+    assert by["constrained"].valid == 1.0 and by["constrained"].fallback == 1.0
+    assert by["unconstrained"].valid == 0.0 and by["unconstrained"].fallback == 0.0
+    assert by["constrained"].examples[0].fallback and "fallback" in by["constrained"].as_dict()

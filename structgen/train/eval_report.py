@@ -11,12 +11,12 @@ from rich.table import Table
 from .evaluate import ACCURACY_NAME, Row
 from .plot import grouped_bars_svg, write_atomic
 
-COLUMNS = ["family", "mode", "n", "valid", "accuracy", "exact", "nfe/token", "forced", "tokens/s"]
+COLUMNS = ["family", "mode", "n", "valid", "fallback", "accuracy", "exact", "nfe/token", "forced", "tokens/s"]
 
 
 def _cells(r: Row) -> list[str]:
-    return [r.family, r.mode, str(r.n), f"{r.valid:.1%}", f"{r.accuracy:.1%}", f"{r.exact:.1%}",
-            f"{r.nfe_per_token:.3f}", f"{r.forced_share:.1%}", f"{r.tokens_per_s:.1f}"]
+    return [r.family, r.mode, str(r.n), f"{r.valid:.1%}", f"{r.fallback:.1%}", f"{r.accuracy:.1%}",
+            f"{r.exact:.1%}", f"{r.nfe_per_token:.3f}", f"{r.forced_share:.1%}", f"{r.tokens_per_s:.1f}"]
 
 
 def rich_table(rows: list[Row], title: str) -> Table:

@@ -6,7 +6,8 @@ Modes (one model, the same prompts):
 * ``unconstrained`` — the same sampler with no constraint (any text, EOS tail; no repair), validated after;
 * ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference.
 
-Scores per family: **validity** (every validator of the spec passes); the family's **accuracy** — tool
+Scores per family: **validity** (every validator of the spec passes) and **fallback** (the share of answers
+the spec's strict fallback wrote after the repair rounds ran out: SQL); the family's **accuracy** — tool
 calls: exact match (name and every argument); JSON extraction: field accuracy (share of the gold object's
 leaves reproduced exactly, missing and extra fields count as wrong); SQL: execution accuracy (the same rows
 as the gold query on the shop database, as a multiset unless the gold query orders them); alert rules:
@@ -53,6 +54,7 @@ class Scored:
     seconds: float
     text: str
     error: str = ""
+    fallback: bool = False  # the repair rounds ran out and the spec's strict fallback wrote the text
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Row:
     valid: float
     accuracy: float
     exact: float
+    fallback: float
     nfe_per_token: float
     forced_share: float
     tokens_per_s: float
@@ -192,8 +195,7 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
                 else:
                     acc, exact = score(ex, r.text, r.valid)
                     s = Scored(fam, mode, ex.template, r.valid, acc, exact, r.n_output_tokens, r.nfe, r.n_forced,
-                               r.timings["total_s"], r.text,
-                               "; ".join(r.errors)[:300])
+                               r.timings["total_s"], r.text, "; ".join(r.errors)[:300], r.fallback)
                 scored.append(s)
                 if on_example is not None:
                     on_example(s)
@@ -205,6 +207,7 @@ def _row(fam: str, mode: str, scored: list[Scored]) -> Row:
     k = max(1, len(scored))
     out_tokens = sum(s.output_tokens for s in scored)
     return Row(fam, mode, len(scored), sum(s.valid for s in scored) / k, sum(s.accuracy for s in scored) / k,
-               sum(s.exact for s in scored) / k, sum(s.nfe for s in scored) / max(1, out_tokens),
+               sum(s.exact for s in scored) / k, sum(s.fallback for s in scored) / k,
+               sum(s.nfe for s in scored) / max(1, out_tokens),
                sum(s.forced for s in scored) / max(1, out_tokens),
                out_tokens / max(1e-9, sum(s.seconds for s in scored)), scored)
