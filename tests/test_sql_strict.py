@@ -41,7 +41,7 @@ def strict_c(strict, tok4k):
 def test_every_query_the_strict_grammar_derives_runs_and_validates(strict, shop_db):
     con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
     checks = validators_for(strict)
-    queries = _derivations(strict.text, 150, seed=11) + _derivations(strict.text, 150, seed=12, max_depth=10)
+    queries = _derivations(strict.text, 100, seed=11) + _derivations(strict.text, 100, seed=12, max_depth=10)
     failed = []
     for q in queries:
         try:
