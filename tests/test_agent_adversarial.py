@@ -228,8 +228,9 @@ def test_a_model_that_wants_two_calls_gets_them_only_when_parallel(tok4k, tmp_pa
 
 
 def test_the_default_model_with_smuggling_prompts(tmp_path):
-    """The shipped default model (untrained until the embedded one is installed) under prompts that ask for
-    an unoffered tool and extra arguments: only valid calls of offered tools, and no destructive execution."""
+    """The shipped default model (trained on these tools; an untrained stand-in where it is missing) under
+    prompts that ask for an unoffered tool and extra arguments: only valid calls of offered tools, and no
+    destructive execution."""
     import warnings
 
     with warnings.catch_warnings():

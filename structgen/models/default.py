@@ -5,18 +5,20 @@
   ``HFMaskedLM``, then ``from_pretrained`` on that local directory;
 - ``"random"`` (or ``"random:SEED"``) → ``RandomLogits`` over the default tokenizer;
 - nothing → the embedded default that ships inside the package at ``structgen/models/default_model/`` (a
-  normal Hugging Face model directory). Until that model is installed, a small *untrained* ModernBERT is
-  built instead (fixed seed, the default 4k BPE tokenizer), cached on disk so the next call only loads it,
-  and a ``StructgenWarning`` says that outputs will be valid but not meaningful.
+  normal Hugging Face model directory written by ``structgen train``: ModernBERT with a copy head, named
+  ``structgen-default``). Where that directory is missing (an install that left out package data, or a
+  checkout that removed it), a small *untrained* ModernBERT is built instead (fixed seed, the default 4k
+  BPE tokenizer), cached on disk so the next call only loads it, and a ``StructgenWarning`` says that
+  outputs will be valid but not meaningful.
 
 The cache lives in ``$STRUCTGEN_CACHE`` if set, else ``$XDG_CACHE_HOME/structgen``, else
 ``~/.cache/structgen``; the untrained model in its ``untrained-default/`` folder, rebuilt only when the
 recipe below changes. Nothing here ever downloads.
 
-The untrained model's config is what the embedded model will also use: ModernBERT, hidden 128, 4 layers,
-4 heads, 1,024 positions, SDPA attention, and *global* attention in every layer (ModernBERT's default
-alternates global with 128-token sliding windows, which changes nothing on short canvases and only costs
-quality on long ones at this size).
+The untrained stand-in is ModernBERT, hidden 128, 4 layers, 4 heads, 1,024 positions, SDPA attention, and
+*global* attention in every layer (ModernBERT's default alternates global with 128-token sliding windows,
+which changes nothing on short canvases and only costs quality on long ones at this size); the embedded
+model has the same shape at hidden 256 plus its copy head (``structgen.train.config``).
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ def load_model(path: str | os.PathLike | None = None, *, device: str | torch.dev
     if path is not None:
         return backend_for(path).from_pretrained(path, device=device, dtype=dtype)
     if embedded_model_present():
-        return HFMaskedLM.from_pretrained(DEFAULT_MODEL_DIR, device=device, dtype=dtype)
+        model = HFMaskedLM.from_pretrained(DEFAULT_MODEL_DIR, device=device, dtype=dtype)
+        model.name = "structgen-default"
+        return model
     directory = untrained_default_dir()
     warnings.warn(
         "no embedded model is installed yet (structgen/models/default_model/ is missing): using a small "
@@ -135,7 +139,7 @@ def _recipe_matches(directory: Path) -> bool:
 
 
 def untrained_config(tokenizer):
-    """The ModernBERT config of the untrained default (and of the embedded model to come)."""
+    """The ModernBERT config of the untrained stand-in."""
     from transformers import ModernBertConfig
 
     m = UNTRAINED_RECIPE["model"]
