@@ -6,7 +6,9 @@ A person's path: load the page, pick the person schema, type a prompt, run, wait
 Then the checks: some step shows masked, forced and committed cells at once, in the DOM and on screen (the
 three legend colours are found by pixel in a screenshot of the canvas), the last step has no masked cell,
 the result panel shows the validated value, and a tool-set run shows its commit-boundary state and policy
-decision. Set ``STRUCTGEN_PLAYGROUND_SHOTS=DIR`` to keep the screenshots (docs/img/ has one made so).
+decision. Set ``STRUCTGEN_PLAYGROUND_SHOTS=DIR`` to keep the screenshots, and
+``STRUCTGEN_PLAYGROUND_MODEL=default`` to serve the embedded model instead of random logits (docs/img/ has
+screenshots made so).
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory):
     """``structgen serve``'s app (random logits, the default policy) under uvicorn on loopback."""
-    app = create_app("random", audit_path=tmp_path_factory.mktemp("audit") / "audit.db")
+    model = os.environ.get("STRUCTGEN_PLAYGROUND_MODEL", "random")
+    app = create_app(None if model == "default" else model, audit_path=tmp_path_factory.mktemp("audit") / "audit.db")
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
