@@ -7,9 +7,9 @@ Every result is validated; failing spans are re-masked and denoised again up to 
 times. A spec with a ``fallback`` (``Sql``: its strict grammar, every query of which runs) then gets one
 more stage: the whole canvas re-masked and denoised under the fallback, with repair rounds of its own
 (``Result.fallback`` says so). Then ``GenerationError`` (``generate(..., strict=False)`` returns the
-invalid result instead). A dead
-end (``DeadEnd``: the grammar engine's committed prefix cannot be finished inside the canvas) uses the same
-rounds: the generator re-masks from before the dead end, further back each round, and denoises again.
+invalid result instead). A dead end (``DeadEnd``: the grammar engine's committed prefix cannot be finished
+inside the canvas) uses the same rounds: the generator re-masks from before the dead end, further back
+each round, and denoises again.
 """
 
 from __future__ import annotations

@@ -420,4 +420,3 @@ def specialise(schema: DbSchema, *, strict: bool = False) -> str:
               + ("kBITS (a join of the tables in BITS, each AS its alias), bBITS (the same by bare names), sI (a "
                  "self-join) and d (a subquery in FROM)." if exact_joins else "j (every join)."))
     return _render(header, rules, terminals)
-
