@@ -34,6 +34,11 @@ def strict(shop_db):
 
 
 @pytest.fixture(scope="module")
+def spec_default(shop_db):
+    return sg.Sql(shop_db)
+
+
+@pytest.fixture(scope="module")
 def strict_c(strict, tok4k):
     return sg.compile(strict, tok4k)
 
@@ -64,11 +69,6 @@ def test_the_default_grammar_derives_queries_that_do_not_run(spec_default, shop_
         except sqlite3.Error:
             errors += 1
     assert errors > 30
-
-
-@pytest.fixture(scope="module")
-def spec_default(shop_db):
-    return sg.Sql(shop_db)
 
 
 def test_llguidance_accepts_what_lark_derives_from_the_strict_grammar(strict, strict_c, vocab):
