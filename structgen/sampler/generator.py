@@ -122,7 +122,7 @@ class Generator:
         decode = vocab.decode
         penalty = None
         rounds = stage_rounds = 0
-        fallback = getattr(spec, "fallback", None) if constrained and s["max_repair_rounds"] else None
+        fallback_left = bool(constrained and s["max_repair_rounds"])  # the spec's fallback, looked up if needed
         used_fallback = False
         while True:
             try:
@@ -145,11 +145,12 @@ class Generator:
             if stage_rounds >= s["max_repair_rounds"]:
                 # the last resort: the spec's stricter variant (Sql: every query its strict grammar allows
                 # runs), on a fresh canvas, with repair rounds of its own
+                fallback = getattr(spec, "fallback", None) if fallback_left else None
                 stage = self._fallback_stage(fallback, s["engine"], max_tokens, device) if fallback else None
                 if stage is None:
                     break
                 constraint, session, checks = stage
-                fallback, used_fallback, penalty, stage_rounds = None, True, None, 0
+                fallback_left, used_fallback, penalty, stage_rounds = False, True, None, 0
                 rounds += 1
                 canvas.fill_(MASK)
                 if stats.wants_events:
