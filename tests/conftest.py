@@ -21,6 +21,14 @@ def tok4k():
 
 
 @pytest.fixture(scope="session")
+def vocab(tok4k):
+    """``tok4k`` as the constraint engines see it (``TokenVocab``)."""
+    from structgen.constraints.vocab import TokenVocab
+
+    return TokenVocab.of(tok4k)
+
+
+@pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not DATA.exists():
         pytest.skip(f"shared test data not found at {DATA} (set STRUCTGEN_SHARED)")

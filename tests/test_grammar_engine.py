@@ -73,11 +73,6 @@ STRING: /'[^']*'/
 """
 
 
-@pytest.fixture(scope="module")
-def vocab(tok4k):
-    return TokenVocab.of(tok4k)
-
-
 def build(spec, tok):
     """The grammar-engine constraint through the public compile(), or directly if the automaton module
     (imported lazily by compile) is not there yet."""

@@ -16,7 +16,6 @@ import lark
 import pytest
 
 import structgen as sg
-from structgen.constraints.vocab import TokenVocab
 from structgen.sql import DbSchema, connect_readonly, generic_grammar, specialise
 from structgen.sql.grammar import ALIAS_MAX_LEN, KEYWORDS, alias_regex, quote_ident, table_aliases
 from structgen.validators import LarkValidator, validators_for
@@ -32,11 +31,6 @@ BY_CONSTRAINT = {"unknown_column", "unknown_table", "wrong_table_column", "ambig
 BY_EITHER = {"undeclared_alias"}
 # categories the generic grammar (identifiers unchecked) rejects too
 GENERIC_REJECTS = {"syntax", "misplaced_aggregate", "write_statement", "lowercase", "whitespace"}
-
-
-@pytest.fixture(scope="module")
-def vocab(tok4k):
-    return TokenVocab.of(tok4k)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import sqlite3
 import pytest
 
 import structgen as sg
-from structgen.constraints.vocab import TokenVocab
 from structgen.sql import DbSchema, specialise
 from structgen.validators import validators_for
 
@@ -21,11 +20,6 @@ from scripted_model import ScriptedLogits
 from test_sql_grammar import VALID, _derivations, _issues
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-@pytest.fixture(scope="module")
-def vocab(tok4k):
-    return TokenVocab.of(tok4k)
 
 
 @pytest.fixture(scope="module")
