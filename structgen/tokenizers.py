@@ -26,8 +26,12 @@ def _wrap(tok):
 #: punctuation run is its own piece, so a word is the same token wherever it stands — after a space in the
 #: prompt or after a quote in the JSON the model writes (``"Maria``). Copying a value from the prompt is
 #: then copying the same tokens, which a small model learns far sooner; texts get about 30% more tokens.
-PRETOKENIZERS = ("gpt2", "words")
+#: ``json-words``: ``words``, with JSON's structural punctuation (``{}[]":,``) cut apart from any other, so
+#: punctuation at a value's edge is the token it is in the prompt: ``"/tmp`` is ``"`` ``/`` ``tmp`` (not
+#: ``"/`` ``tmp``) and ``Monday."}}`` ends ``.`` ``"}}`` (not ``."}}``); about 1% more tokens than ``words``.
+PRETOKENIZERS = ("gpt2", "words", "json-words")
 WORDS_PATTERN = r"\s|\p{L}+|\p{N}{1,3}|[^\s\p{L}\p{N}]+"
+JSON_WORDS_PATTERN = r"""\s|\p{L}+|\p{N}{1,3}|[{}\[\]":,]+|[^\s\p{L}\p{N}{}\[\]":,]+"""
 
 
 def _empty_byte_level(pretokenizer: str = "gpt2"):
@@ -38,9 +42,10 @@ def _empty_byte_level(pretokenizer: str = "gpt2"):
 
         raise ConfigError(f"unknown pretokenizer {pretokenizer!r}; choose from {', '.join(PRETOKENIZERS)}")
     tok = Tokenizer(models.BPE())
-    if pretokenizer == "words":
+    if pretokenizer in ("words", "json-words"):
+        pattern = WORDS_PATTERN if pretokenizer == "words" else JSON_WORDS_PATTERN
         tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(WORDS_PATTERN), behavior="isolated"),
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     else:
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)

@@ -343,6 +343,43 @@ def test_words_pretokenizer_keeps_a_word_one_token_wherever_it_stands():
         TrainConfig.tiny(pretokenizer="sentencepiece").validated()
 
 
+def test_json_words_pretokenizer_cuts_punctuation_at_a_values_edge_as_in_the_prompt():
+    """``json-words``: a path or sentence copied into JSON keeps its edge punctuation's tokens;
+    ``words`` merged them with the JSON quote (``"/``, ``."}}``), so the copy was of different tokens."""
+    from structgen.tokenizers import train_bpe
+
+    corpus = ['delete /tmp/dump.sql now. See you on Monday.', '{"path": "/tmp/dump.sql", "body": "Monday."}'] * 50
+    new = train_bpe(corpus, 400, pretokenizer="json-words")
+    old = train_bpe(corpus, 400, pretokenizer="words")
+
+    def pieces(tok, text):
+        return [tok.decode([i]) for i in encode_target(tok, text)]
+
+    target = '{"path": "/tmp/dump.sql", "body": "Monday."}'
+    assert pieces(new, target)[pieces(new, target).index("tmp") - 2:][:2] == ['"', "/"]
+    assert '"/' in pieces(old, target) and '."}' in pieces(old, target)
+    assert '"/' not in pieces(new, target) and "." in pieces(new, target) and '"}' in pieces(new, target)
+    assert {"{\"", "\":", "\","} <= set(pieces(new, target))  # JSON's own punctuation still merges
+    for s in (*ROUND_TRIP_SAMPLES, target, 'C:\\Users\\Søren\\x.docx', "ORDER BY 'a', \"b\""):
+        assert new.decode(encode_target(new, s)) == s
+
+
+def test_dropout_trains_with_it_and_decodes_without(tok, tmp_path):
+    """``TrainConfig.dropout`` goes into ModernBERT's config; the saved model loads in eval mode, so the
+    same canvas gives the same logits twice."""
+    cfg = model_config(tok, TrainConfig.small(dropout=0.2))
+    assert (cfg.attention_dropout, cfg.mlp_dropout, cfg.embedding_dropout) == (0.2, 0.2, 0.2)
+    assert TrainConfig.small().dropout == 0.0 == TrainConfig.tiny().dropout
+    with pytest.raises(ConfigError, match="dropout"):
+        TrainConfig.tiny(dropout=1.0).validated()
+    train(TrainConfig.tiny(dropout=0.5, steps=2), tmp_path / "m", progress=False,
+          data=TrainData(person_examples(8)))
+    model = sg.load_model(tmp_path / "m")
+    assert model.model.config.mlp_dropout == 0.5 and not model.model.training
+    ids = [model.encode_prompt("Maria, 41") + [model.mask_id] * 8]
+    assert torch.equal(model.logits(ids), model.logits(ids))
+
+
 def test_tokenizer_without_special_tokens_is_refused():
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -477,7 +514,8 @@ def test_cli_train_tiny(tmp_path):
 
     out = tmp_path / "model"
     res = CliRunner().invoke(app, ["train", "--preset", "tiny", "--steps", "3", "--out", str(out), "--json",
-                                   "--examples-per-family", "6", "--seed", "2", "--precision", "fp32"])
+                                   "--examples-per-family", "6", "--seed", "2", "--precision", "fp32",
+                                   "--pretokenizer", "json-words", "--dropout", "0.1"])
     assert res.exit_code == 0, res.output
     assert "step 3 at " in res.stderr  # not a terminal: one plain log line per held-out evaluation
     report = json.loads(res.stdout[res.stdout.index("{"):])
@@ -485,9 +523,12 @@ def test_cli_train_tiny(tmp_path):
     assert report["n_train"] >= 20
     recipe = json.loads((out / "structgen_recipe.json").read_text())
     assert recipe["config"]["seed"] == 2 and recipe["data"]["families"].keys() == {"json", "tool", "sql", "alert"}
+    assert (recipe["config"]["pretokenizer"], recipe["config"]["dropout"]) == ("json-words", 0.1)
     assert sg.load_model(out, device="cpu").mask_id == sg.load_model(out, device="cpu").tokenizer.mask_token_id
     bad = CliRunner().invoke(app, ["train", "--preset", "huge", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "unknown preset" in bad.output
+    bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--dropout", "1", "--out", str(tmp_path / "y")])
+    assert bad.exit_code == 2 and "dropout must be in [0, 1)" in bad.output and not (tmp_path / "y").exists()
 
 
 def test_a_diverging_run_stops_and_keeps_finite_weights(tmp_path, monkeypatch):
