@@ -1,16 +1,18 @@
-"""SQL validity through ``sg.Sql(shop)``: how many answers the repair rounds mend, and how many only the
-strict fallback does.
+"""SQL validity through ``sg.Sql(shop)``: how many answers the repair rounds mend, how many only the strict
+fallback does, and how many only the cut (the longest complete prefix that validates) does.
 
 Two writers: ``RandomLogits`` over the 4k test tokenizer (whatever the grammar lets through, so it measures
 what the default grammar leaves to the validators), seeds spread over block lengths 8/16/32 and two commit
-policies; and the embedded model on questions of the held-out SQL split (``structgen eval``'s examples).
+policies; and the embedded model (or ``--model DIR``) on questions of the held-out SQL split (``structgen
+eval``'s examples).
 Each run has a 64-token canvas (128 for the embedded model, as ``structgen eval``) and 3 repair rounds.
 Printed per writer: valid in the first stage (with its repair rounds), valid through the strict fallback,
-still invalid, stuck (``CanvasTooSmallError``), the model calls per answer in each case, and the most
+valid through the cut, still invalid, stuck (``CanvasTooSmallError``), the model calls per answer in each case, and the most
 common error that sent answers to the fallback.
 
     python benchmarks/sql_validity.py
     python benchmarks/sql_validity.py --seeds 100 --questions 64 --json sql_validity.json
+    python benchmarks/sql_validity.py --seeds 0 --questions 50 --model path/to/model
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ def run(jobs, spec, bar, task) -> dict:
     import structgen as sg
 
     tally: Counter = Counter()
-    nfe: dict[str, list[int]] = {"first stage": [], "fallback": []}
+    nfe: dict[str, list[int]] = {"first stage": [], "fallback": [], "cut": []}
     causes: Counter = Counter()
     for gen, prompt, max_tokens in jobs:
         trace = []
@@ -45,7 +47,8 @@ def run(jobs, spec, bar, task) -> dict:
             if r.fallback:
                 note = next((e.note for e in trace if e.note.startswith("strict fallback after: ")), "")
                 causes[note.removeprefix("strict fallback after: ")[:70]] += 1
-            key = "invalid" if not r.valid else "fallback" if r.fallback else "first stage"
+            cut = any(e.note.startswith("cut to its longest complete prefix") for e in trace)
+            key = "invalid" if not r.valid else "cut" if cut else "fallback" if r.fallback else "first stage"
             tally[key] += 1
             if r.valid:
                 nfe[key].append(r.nfe)
@@ -57,6 +60,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=48, help="random-logits runs (default 48)")
     ap.add_argument("--questions", type=int, default=32, help="held-out questions for the embedded model (32)")
+    ap.add_argument("--model", default=None, help="a model directory to ask instead of the embedded model")
     C.add_common_args(ap, device=False)
     args = ap.parse_args()
     C.setup_torch(args)
@@ -69,22 +73,26 @@ def main() -> None:
     random_jobs = [(sg.Generator(sg.models.RandomLogits(tok, seed=s), block_length=BLOCKS[s % len(BLOCKS)],
                                  **POLICIES[(s // len(BLOCKS)) % len(POLICIES)]),
                     "How many customers are from Germany?", 64) for s in range(args.seeds)]
-    embedded = sg.Generator(sg.load_model())
+    embedded = sg.Generator(sg.load_model(args.model))
     model_jobs = [(embedded, ex.prompt, 128) for ex in examples("sql", "heldout", args.questions, 1234)]
     rows, payload = [], {"seeds": args.seeds, "questions": args.questions, "writers": {}}
     with C.progress() as bar:
-        for name, jobs in (("random logits", random_jobs), ("embedded model", model_jobs)):
+        for name, jobs in (("random logits", random_jobs), (args.model or "embedded model", model_jobs)):
+            if not jobs:
+                continue
             task = bar.add_task(name, total=len(jobs))
             out = run(jobs, spec, bar, task)
             t, n = out["tally"], len(jobs)
             mean = {k: sum(v) / len(v) if v else float("nan") for k, v in out["nfe"].items()}
             cause = out["causes"].most_common(1)[0][0] if out["causes"] else "-"
-            rows.append([name, n, t["first stage"], t["fallback"], t["invalid"], t["stuck"],
-                         (t["first stage"] + t["fallback"]) / n, mean["first stage"], mean["fallback"], cause])
+            rows.append([name, n, t["first stage"], t["fallback"], t["cut"], t["invalid"], t["stuck"],
+                         (t["first stage"] + t["fallback"] + t["cut"]) / n, mean["first stage"], mean["fallback"],
+                         mean["cut"], cause])
             payload["writers"][name] = {**t, "nfe_mean": mean, "fallback_causes": dict(out["causes"])}
-    C.console.print(C.table("SQL answers through sg.Sql(shop): first stage (3 repair rounds) and strict fallback",
-                            ["writer", "n", "valid, first stage", "valid, fallback", "invalid", "stuck",
-                             "valid share", "nfe (first)", "nfe (fallback)", "most common cause of a fallback"],
+    C.console.print(C.table("SQL answers through sg.Sql(shop): first stage (3 repair rounds), strict fallback, cut",
+                            ["writer", "n", "valid, first stage", "valid, fallback", "valid, cut", "invalid",
+                             "stuck", "valid share", "nfe (first)", "nfe (fallback)", "nfe (cut)",
+                             "most common cause of a fallback"],
                             rows))
     C.write_json(args.json, payload)
 

@@ -89,7 +89,7 @@ def _trace_printer(gen):
 
 def _summary(r) -> None:
     err.print(f"[dim]valid={r.valid} engine={r.engine} nfe={r.nfe} tokens={r.n_output_tokens} "
-              f"forced={r.n_forced} repairs={r.repair_rounds}{' (strict fallback)' if r.fallback else ''} "
+              f"forced={r.n_forced} repairs={r.repair_rounds}{' (fallback)' if r.fallback else ''} "
               f"{r.timings['total_s']:.2f}s[/]")
 
 

@@ -141,3 +141,55 @@ def test_the_fallback_is_shown_as_a_remask_event(spec_default, tok4k):
     notes = [e.note for e in r.trace if e.kind == "remask"]
     assert len(notes) == 4 and notes[-1].startswith("strict fallback after: ") and "ORDER BY" in notes[-1]
 
+
+
+# ------------------------------------------------------------------------------------ the cut (last resort)
+def test_complete_prefix_is_the_longest_one_that_validates(strict, strict_c, tok4k):
+    """A query that ran away inside a string literal is cut where it last was a whole query that runs."""
+    from structgen.sampler.repair import complete_prefix
+    from structgen.validators import run_validators
+
+    whole = "SELECT name FROM customers WHERE country = 'Germany'"
+    ids = tok4k.encode(whole + " AND country = 'Fra", add_special_tokens=False)
+    checks = validators_for(strict)
+
+    def passes(k):
+        return not run_validators(checks, tok4k.decode(ids[:k]))
+
+    k = complete_prefix(strict_c, ids, len(ids), passes)
+    assert tok4k.decode(ids[:k]) == whole + " AND country"  # a column is a condition too; "= 'Fra" is not
+    # validators decide among complete prefixes: one that rejects WHERE leaves the query before it
+    k2 = complete_prefix(strict_c, ids, len(ids), lambda k: passes(k) and "WHERE" not in tok4k.decode(ids[:k]))
+    assert tok4k.decode(ids[:k2]) == "SELECT name FROM customers"
+    assert complete_prefix(strict_c, ids, len(ids), lambda k: False) is None
+    # nothing after a MASK (-1) or an EOS counts, and ``end`` bounds the search
+    k0 = next(k for k in range(len(ids)) if tok4k.decode(ids[:k]) == "SELECT name FROM customers")
+    assert complete_prefix(strict_c, ids[:k0 + 2] + [-1] + ids[k0 + 3:], len(ids), passes) == k0
+    assert complete_prefix(strict_c, ids[:k0] + [tok4k.eos_token_id] + ids[k0 + 1:], len(ids), passes) == k0
+    assert complete_prefix(strict_c, ids, k0 - 1, passes) is None
+
+
+def no_where(text):
+    from structgen.validators import Issue
+
+    return [Issue("no WHERE here", (text.index("WHERE"), len(text)))] if "WHERE" in text else []
+
+
+def test_the_cut_releases_the_longest_complete_prefix_after_the_fallback(shop_db, tok4k):
+    """A model that insists on a filter every validator stage rejects: the repair rounds and the strict
+    fallback cannot talk it out of it, and the answer is the query it wrote up to the filter."""
+    spec = sg.Sql(shop_db, validators=[no_where])
+    target = "SELECT name FROM customers WHERE country = 'Germany'"
+    r = sg.Generator(ScriptedLogits(tok4k, target)).generate("Customers?", spec, max_tokens=40, trace=True)
+    assert r.valid and r.fallback and r.text == "SELECT name FROM customers", (r.text, r.errors)
+    assert set(r.tokens[r.n_output_tokens:]) == {tok4k.eos_token_id}
+    notes = [e.note for e in r.trace if e.kind == "remask"]
+    assert notes[-1].startswith("cut to its longest complete prefix") and any("strict fallback" in n for n in notes)
+    # a spec whose prefixes are not safe answers is never cut: the same refusal ends in GenerationError
+    g = sg.Grammar('start: "SELECT name FROM customers" (" WHERE country = \'Germany\'")?\n', validators=[no_where])
+    with pytest.raises(sg.GenerationError, match="no WHERE here"):
+        sg.Generator(ScriptedLogits(tok4k, target)).generate("Customers?", g, max_tokens=40)
+    # no last resort without repair rounds
+    r0 = sg.Generator(ScriptedLogits(tok4k, target)).generate("Customers?", spec, max_tokens=40,
+                                                              max_repair_rounds=0, strict=False)
+    assert not r0.valid and not r0.fallback and r0.text == target

@@ -3,13 +3,16 @@
     gen = sg.Generator(model, block_length=32, threshold=0.9)
     r = gen.generate("Maria Lopez, 41, lives in Porto", sg.JsonSchema(schema), max_tokens=64)
 
-Every result is validated; failing spans are re-masked and denoised again up to ``max_repair_rounds``
-times. A spec with a ``fallback`` (``Sql``: its strict grammar, every query of which runs) then gets one
-more stage: the whole canvas re-masked and denoised under the fallback, with repair rounds of its own
-(``Result.fallback`` says so). Then ``GenerationError`` (``generate(..., strict=False)`` returns the
-invalid result instead). A dead end (``DeadEnd``: the grammar engine's committed prefix cannot be finished
-inside the canvas) uses the same rounds: the generator re-masks from before the dead end, further back
-each round, and denoises again.
+Every result is validated; failing spans are re-masked and denoised again up to ``max_repair_rounds`` times.
+A spec with a ``fallback`` (``Sql``: its strict grammar, every query of which runs) then gets one more
+stage: the whole canvas re-masked and denoised under the fallback, with repair rounds of its own
+(``Result.fallback`` says so). A spec whose complete prefixes are safe answers (``cut_to_complete``:
+``Sql``, read-only queries) is then cut at the longest complete prefix of its last output that passes every
+validator, the rest EOS (``Result.fallback`` too; a ``remask`` event says where): a model that runs away
+inside a clause until the canvas is spent still gets the query it wrote up to there. Then
+``GenerationError`` (``generate(..., strict=False)`` returns the invalid result instead). A dead end
+(``DeadEnd``: the grammar engine's committed prefix cannot be finished inside the canvas) uses the same
+rounds: the generator re-masks from before the dead end, further back each round, and denoises again.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from ..spec import JsonSchema, Regex, Spec, as_spec
 from .events import StepEvent
 from .loop import LoopStats, denoise
 from .policy import CommitPolicy
-from .repair import backoff_positions, positions_to_remask, remask
+from .repair import backoff_positions, complete_prefix, positions_to_remask, remask
 from .result import Result
 
 
@@ -122,7 +125,8 @@ class Generator:
         decode = vocab.decode
         penalty = None
         rounds = stage_rounds = 0
-        fallback_left = bool(constrained and s["max_repair_rounds"])  # the spec's fallback, looked up if needed
+        fallback_ok = bool(constrained and s["max_repair_rounds"])  # last resorts only after repair rounds
+        fallback_left = fallback_ok  # the spec's fallback stage, looked up when the repair rounds run out
         used_fallback = False
         while True:
             try:
@@ -148,6 +152,11 @@ class Generator:
                 fallback = getattr(spec, "fallback", None) if fallback_left else None
                 stage = self._fallback_stage(fallback, s["engine"], max_tokens, device) if fallback else None
                 if stage is None:
+                    cut = self._cut(spec, constraint, checks, ids, dead, stats) if fallback_ok else None
+                    if cut is not None:
+                        canvas[cut:] = vocab.eos_id
+                        text, issues, used_fallback = decode(ids[:cut]), [], True
+                        ids = canvas.tolist()
                     break
                 constraint, session, checks = stage
                 fallback_left, used_fallback, penalty, stage_rounds = False, True, None, 0
@@ -192,6 +201,25 @@ class Generator:
                 "Try a larger max_tokens, a different seed, or a model trained for this task.",
                 text=text, errors=result.errors)
         return result
+
+    def _cut(self, spec: Spec, constraint, checks, ids: list[int], dead, stats: LoopStats) -> int | None:
+        """Where to cut the last output of a ``cut_to_complete`` spec (see the module docstring), or None."""
+        if not getattr(spec, "cut_to_complete", False):
+            return None
+        from ..validators import run_validators
+
+        decode = self.vocab.decode
+        t0 = time.perf_counter()
+        end = len(ids) if dead is None else dead.position
+        k = complete_prefix(constraint, ids, end, lambda k: not run_validators(checks, decode(ids[:k])))
+        stats.constraint_s += time.perf_counter() - t0
+        if k is not None and stats.wants_events:
+            after = ids[:k] + [self.vocab.eos_id] * (len(ids) - k)
+            stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=after,
+                                    positions=list(range(k, len(ids))), text=decode(ids[:k]),
+                                    note=f"cut to its longest complete prefix ({k} tokens) that passes every "
+                                         "validator"))
+        return k
 
     def _fallback_stage(self, fallback: Spec, engine: str, max_tokens: int, device):
         """(constraint, session, validators) of the fallback spec; None when its shortest output does not

@@ -3,7 +3,8 @@
 Rounds escalate: first only the tokens of each failing span, then from the first failing span to the
 end of the output, then the whole canvas. A frontier engine (grammar) always re-masks from the span on.
 After a dead end (no way to finish inside the canvas) the sampler backs off from the dead end's position:
-a quarter of the prefix, then half, then everything.
+a quarter of the prefix, then half, then everything. ``complete_prefix`` is the last resort of a spec whose
+complete prefixes are safe answers (``Sql``): the longest one that passes every validator.
 """
 
 from __future__ import annotations
@@ -58,3 +59,20 @@ def remask(canvas: torch.Tensor, positions: list[int], penalty: torch.Tensor) ->
     ok = old >= 0
     penalty[idx[ok], old[ok]] += 4.0
     canvas[idx] = MASK
+
+
+def complete_prefix(constraint, ids: list[int], end: int, passes, *, max_checks: int = 8) -> int | None:
+    """The longest ``k <= end`` at which ``ids[:k]`` is a complete output of ``constraint`` (every token
+    before ``end`` committed, none of them EOS) and ``passes(k)`` holds (the validators found nothing);
+    None when there is none. At most ``max_checks`` complete prefixes are validated, longest first."""
+    stop = next((i for i, t in enumerate(ids[:end]) if t < 0 or t == constraint.vocab.eos_id), end)
+    checked = 0
+    for k in range(stop, max(constraint.min_tokens(), 1) - 1, -1):
+        if not constraint.accepts(ids[:k]):
+            continue
+        if passes(k):
+            return k
+        checked += 1
+        if checked >= max_checks:
+            return None
+    return None

@@ -12,7 +12,8 @@ class Result:
     ``valid`` (every validator passed), ``errors`` (validator messages of the final text), ``nfe`` (model
     forward passes), ``timings`` ({"model_s", "constraint_s", "total_s"}), ``engine`` ("automaton" or
     "grammar"), ``trace`` (step events when tracing), plus token-level counts, ``repair_rounds`` and
-    ``fallback`` (the repair rounds ran out and the spec's stricter fallback wrote the text)."""
+    ``fallback`` (the repair rounds ran out and a last resort wrote the text: the spec's stricter fallback,
+    or, for ``Sql``, the output cut at its longest complete prefix that validates; the trace says which)."""
 
     text: str
     value: Any

@@ -90,10 +90,13 @@ class Sql(Grammar):
     function calls; every query it allows runs. Attributes: ``database`` (resolved path), ``schema``
     (``DbSchema``), ``text`` (the specialised Lark grammar), ``validators``, ``strict``, and ``fallback``
     (the strict variant, which the generator turns to when the repair rounds run out; None when strict).
+    ``cut_to_complete``: a complete prefix of a query is itself a read-only query, so after the fallback the
+    generator may release the longest complete prefix that passes every validator (``Generator``).
     """
 
     database: Path
     schema: DbSchema
+    cut_to_complete = True
 
     def __init__(self, database: str | Path, *, validators: Sequence[Callable] = (), explain: bool = True,
                  second_opinion: bool = True, strict: bool = False):

@@ -7,13 +7,13 @@ Modes (one model, the same prompts):
 * ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference.
 
 Scores per family: **validity** (every validator of the spec passes) and **fallback** (the share of answers
-the spec's strict fallback wrote after the repair rounds ran out: SQL); the family's **accuracy** — tool
-calls: exact match (name and every argument); JSON extraction: field accuracy (share of the gold object's
-leaves reproduced exactly, missing and extra fields count as wrong); SQL: execution accuracy (the same rows
-as the gold query on the shop database, as a multiset unless the gold query orders them); alert rules:
-semantically equal (equal canonical forms) — and **exact** (the text equals the target). Speed: ``nfe`` per
-output token, the share of output tokens forced by the constraint (no model call), output tokens per
-second on this machine.
+a last resort wrote after the repair rounds ran out: SQL's strict fallback, or its cut); the family's
+**accuracy** — tool calls: exact match (name and every argument); JSON extraction: field accuracy (share of
+the gold object's leaves reproduced exactly, missing and extra fields count as wrong); SQL: execution
+accuracy (the same rows as the gold query on the shop database, as a multiset unless the gold query orders
+them); alert rules: semantically equal (equal canonical forms) — and **exact** (the text equals the target).
+Speed: ``nfe`` per output token, the share of output tokens forced by the constraint (no model call), output
+tokens per second on this machine.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class Scored:
     seconds: float
     text: str
     error: str = ""
-    fallback: bool = False  # the repair rounds ran out and the spec's strict fallback wrote the text
+    fallback: bool = False  # the repair rounds ran out and a last resort wrote the text (Result.fallback)
 
 
 @dataclass

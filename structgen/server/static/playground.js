@@ -324,7 +324,7 @@
     if (r.output_tokens !== undefined) {
       parts.push(`${r.output_tokens} tokens` + (r.forced_tokens !== undefined ? ` (${r.forced_tokens} forced)` : ""));
     }
-    if (r.repair_rounds) parts.push(`${r.repair_rounds} repair round(s)` + (r.fallback ? " (strict fallback)" : ""));
+    if (r.repair_rounds) parts.push(`${r.repair_rounds} repair round(s)` + (r.fallback ? " (fallback)" : ""));
     if (r.engine) parts.push(`engine ${r.engine}`);
     if (r.timings) parts.push(`${r.timings.total_s.toFixed(2)} s`);
     $("result-stats").textContent = parts.join(" · ");
