@@ -7,8 +7,8 @@ policies; and the embedded model (or ``--model DIR``) on questions of the held-o
 eval``'s examples).
 Each run has a 64-token canvas (128 for the embedded model, as ``structgen eval``) and 3 repair rounds.
 Printed per writer: valid in the first stage (with its repair rounds), valid through the strict fallback,
-valid through the cut, still invalid, stuck (``CanvasTooSmallError``), the model calls per answer in each case, and the most
-common error that sent answers to the fallback.
+valid through the cut, still invalid, stuck (``CanvasTooSmallError``), the model calls per answer in each
+case, and the most common error that sent answers to the fallback.
 
     python benchmarks/sql_validity.py
     python benchmarks/sql_validity.py --seeds 100 --questions 64 --json sql_validity.json
