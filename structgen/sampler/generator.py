@@ -152,11 +152,9 @@ class Generator:
                 fallback = getattr(spec, "fallback", None) if fallback_left else None
                 stage = self._fallback_stage(fallback, s["engine"], max_tokens, device) if fallback else None
                 if stage is None:
-                    cut = self._cut(spec, constraint, checks, ids, dead, stats) if fallback_ok else None
-                    if cut is not None:
-                        canvas[cut:] = vocab.eos_id
-                        text, issues, used_fallback = decode(ids[:cut]), [], True
-                        ids = canvas.tolist()
+                    cut_text = self._cut(spec, constraint, checks, canvas, dead, stats) if fallback_ok else None
+                    if cut_text is not None:
+                        ids, text, issues, used_fallback = canvas.tolist(), cut_text, [], True
                     break
                 constraint, session, checks = stage
                 fallback_left, used_fallback, penalty, stage_rounds = False, True, None, 0
@@ -202,24 +200,29 @@ class Generator:
                 text=text, errors=result.errors)
         return result
 
-    def _cut(self, spec: Spec, constraint, checks, ids: list[int], dead, stats: LoopStats) -> int | None:
-        """Where to cut the last output of a ``cut_to_complete`` spec (see the module docstring), or None."""
+    def _cut(self, spec: Spec, constraint, checks, canvas: torch.Tensor, dead, stats: LoopStats) -> str | None:
+        """Cut the canvas of a ``cut_to_complete`` spec at the longest complete prefix that passes every
+        validator, EOS after it (see the module docstring), and announce it; the cut text, or None (the
+        canvas untouched) when the spec is not cut or no prefix qualifies."""
         if not getattr(spec, "cut_to_complete", False):
             return None
         from ..validators import run_validators
 
-        decode = self.vocab.decode
+        ids, vocab = canvas.tolist(), self.vocab
         t0 = time.perf_counter()
         end = len(ids) if dead is None else dead.position
-        k = complete_prefix(constraint, ids, end, lambda k: not run_validators(checks, decode(ids[:k])))
+        k = complete_prefix(constraint, ids, end, lambda k: not run_validators(checks, vocab.decode(ids[:k])))
         stats.constraint_s += time.perf_counter() - t0
-        if k is not None and stats.wants_events:
-            after = ids[:k] + [self.vocab.eos_id] * (len(ids) - k)
-            stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=after,
-                                    positions=list(range(k, len(ids))), text=decode(ids[:k]),
+        if k is None:
+            return None
+        canvas[k:] = vocab.eos_id
+        text = vocab.decode(ids[:k])
+        if stats.wants_events:
+            stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
+                                    positions=list(range(k, len(ids))), text=text,
                                     note=f"cut to its longest complete prefix ({k} tokens) that passes every "
                                          "validator"))
-        return k
+        return text
 
     def _fallback_stage(self, fallback: Spec, engine: str, max_tokens: int, device):
         """(constraint, session, validators) of the fallback spec; None when its shortest output does not
