@@ -214,6 +214,9 @@ def train(
                                                "words (the default) | json-words | gpt2 (docs/training.md)."),
     dropout: Optional[float] = typer.Option(None, "--dropout", help="ModernBERT dropout while training, "
                                             "0 <= p < 1 (default 0)."),
+    attention_dropout: Optional[float] = typer.Option(None, "--attention-dropout", help="Dropout of the "
+                                                      "attention probabilities (default: --dropout; 0 keeps "
+                                                      "the fast attention kernel on CPU)."),
     data: Optional[Path] = typer.Option(None, "--data", help="Train on your own examples instead: a .jsonl file, "
                                         "one {prompt, target, schema|tool|regex} per line (docs/training.md)."),
     tools: Optional[Path] = typer.Option(None, "--tools", help="The tools that 'tool' lines of --data call "
@@ -231,7 +234,8 @@ def train(
     try:
         cfg = TrainConfig.preset(preset, minutes=minutes, steps=steps, seed=seed, device=device, threads=threads,
                                  precision=precision, examples_per_family=examples_per_family,
-                                 pretokenizer=pretokenizer, dropout=dropout)
+                                 pretokenizer=pretokenizer, dropout=dropout,
+                                 attention_dropout=attention_dropout)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")

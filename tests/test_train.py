@@ -369,6 +369,10 @@ def test_dropout_trains_with_it_and_decodes_without(tok, tmp_path):
     same canvas gives the same logits twice."""
     cfg = model_config(tok, TrainConfig.small(dropout=0.2))
     assert (cfg.attention_dropout, cfg.mlp_dropout, cfg.embedding_dropout) == (0.2, 0.2, 0.2)
+    cfg = model_config(tok, TrainConfig.small(dropout=0.2, attention_dropout=0.0))  # the fast CPU kernel stays
+    assert (cfg.attention_dropout, cfg.mlp_dropout, cfg.embedding_dropout) == (0.0, 0.2, 0.2)
+    with pytest.raises(ConfigError, match="attention_dropout must be in"):
+        TrainConfig.tiny(attention_dropout=-0.1).validated()
     assert TrainConfig.small().dropout == 0.0 == TrainConfig.tiny().dropout
     with pytest.raises(ConfigError, match="dropout"):
         TrainConfig.tiny(dropout=1.0).validated()
@@ -515,7 +519,7 @@ def test_cli_train_tiny(tmp_path):
     out = tmp_path / "model"
     res = CliRunner().invoke(app, ["train", "--preset", "tiny", "--steps", "3", "--out", str(out), "--json",
                                    "--examples-per-family", "6", "--seed", "2", "--precision", "fp32",
-                                   "--pretokenizer", "json-words", "--dropout", "0.1"])
+                                   "--pretokenizer", "json-words", "--dropout", "0.1", "--attention-dropout", "0"])
     assert res.exit_code == 0, res.output
     assert "step 3 at " in res.stderr  # not a terminal: one plain log line per held-out evaluation
     report = json.loads(res.stdout[res.stdout.index("{"):])
@@ -524,6 +528,7 @@ def test_cli_train_tiny(tmp_path):
     recipe = json.loads((out / "structgen_recipe.json").read_text())
     assert recipe["config"]["seed"] == 2 and recipe["data"]["families"].keys() == {"json", "tool", "sql", "alert"}
     assert (recipe["config"]["pretokenizer"], recipe["config"]["dropout"]) == ("json-words", 0.1)
+    assert recipe["config"]["attention_dropout"] == 0.0
     assert sg.load_model(out, device="cpu").mask_id == sg.load_model(out, device="cpu").tokenizer.mask_token_id
     bad = CliRunner().invoke(app, ["train", "--preset", "huge", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "unknown preset" in bad.output
