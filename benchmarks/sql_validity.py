@@ -1,5 +1,6 @@
 """SQL validity through ``sg.Sql(shop)``: how many answers the repair rounds mend, how many only the strict
-fallback does, and how many only the cut (the longest complete prefix that validates) does.
+fallback does, and how many only the salvage does: the cut (the longest complete prefix that validates) or
+the finisher (the longest prefix the grammar can finish in the canvas, finished).
 
 Two writers: ``RandomLogits`` over the 4k test tokenizer (whatever the grammar lets through, so it measures
 what the default grammar leaves to the validators), seeds spread over block lengths 8/16/32 and two commit
@@ -7,8 +8,9 @@ policies; and the embedded model (or ``--model DIR``) on questions of the held-o
 eval``'s examples).
 Each run has a 64-token canvas (128 for the embedded model, as ``structgen eval``) and 3 repair rounds.
 Printed per writer: valid in the first stage (with its repair rounds), valid through the strict fallback,
-valid through the cut, still invalid, stuck (``CanvasTooSmallError``), the model calls per answer in each
-case, and the most common error that sent answers to the fallback.
+valid through the cut, valid through the finisher, still invalid, stuck (``CanvasTooSmallError``), the
+model calls per answer in each case, and the most common error that sent answers to the fallback.
+``--json`` also keeps every salvaged answer (its question, cut or finished, and its text).
 
     python benchmarks/sql_validity.py
     python benchmarks/sql_validity.py --seeds 100 --questions 64 --json sql_validity.json
@@ -26,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 BLOCKS = (8, 16, 32)
+STAGES = ("first stage", "fallback", "cut", "finished")  # where a valid answer came from
+SALVAGE = {"cut to its longest complete prefix": "cut", "finished: ": "finished"}  # event note -> stage
 POLICIES = ({"threshold": 0.9, "tokens_per_step": None}, {"threshold": None, "tokens_per_step": 2})
 
 
@@ -34,8 +38,9 @@ def run(jobs, spec, bar, task) -> dict:
     import structgen as sg
 
     tally: Counter = Counter()
-    nfe: dict[str, list[int]] = {"first stage": [], "fallback": [], "cut": []}
+    nfe: dict[str, list[int]] = {k: [] for k in STAGES}
     causes: Counter = Counter()
+    salvaged: list[dict] = []
     for gen, prompt, max_tokens in jobs:
         trace = []
         try:
@@ -47,13 +52,16 @@ def run(jobs, spec, bar, task) -> dict:
             if r.fallback:
                 note = next((e.note for e in trace if e.note.startswith("strict fallback after: ")), "")
                 causes[note.removeprefix("strict fallback after: ")[:70]] += 1
-            cut = any(e.note.startswith("cut to its longest complete prefix") for e in trace)
-            key = "invalid" if not r.valid else "cut" if cut else "fallback" if r.fallback else "first stage"
+            salvage = next((v for e in trace for k, v in SALVAGE.items() if e.note.startswith(k)), None)
+            key = "invalid" if not r.valid else salvage or ("fallback" if r.fallback else "first stage")
             tally[key] += 1
+            if salvage:
+                salvaged.append({"prompt": prompt if isinstance(prompt, str) else str(prompt), "how": salvage,
+                                 "text": r.text})
             if r.valid:
                 nfe[key].append(r.nfe)
         bar.advance(task)
-    return {"tally": tally, "nfe": nfe, "causes": causes}
+    return {"tally": tally, "nfe": nfe, "causes": causes, "salvaged": salvaged}
 
 
 def main() -> None:
@@ -85,14 +93,14 @@ def main() -> None:
             t, n = out["tally"], len(jobs)
             mean = {k: sum(v) / len(v) if v else float("nan") for k, v in out["nfe"].items()}
             cause = out["causes"].most_common(1)[0][0] if out["causes"] else "-"
-            rows.append([name, n, t["first stage"], t["fallback"], t["cut"], t["invalid"], t["stuck"],
-                         (t["first stage"] + t["fallback"] + t["cut"]) / n, mean["first stage"], mean["fallback"],
-                         mean["cut"], cause])
-            payload["writers"][name] = {**t, "nfe_mean": mean, "fallback_causes": dict(out["causes"])}
-    C.console.print(C.table("SQL answers through sg.Sql(shop): first stage (3 repair rounds), strict fallback, cut",
-                            ["writer", "n", "valid, first stage", "valid, fallback", "valid, cut", "invalid",
-                             "stuck", "valid share", "nfe (first)", "nfe (fallback)", "nfe (cut)",
-                             "most common cause of a fallback"],
+            rows.append([name, n, *(t[k] for k in STAGES), t["invalid"], t["stuck"],
+                         sum(t[k] for k in STAGES) / n, *(mean[k] for k in STAGES), cause])
+            payload["writers"][name] = {**t, "nfe_mean": mean, "fallback_causes": dict(out["causes"]),
+                                        "salvaged": out["salvaged"]}
+    C.console.print(C.table("SQL answers through sg.Sql(shop): first stage (3 repair rounds), strict fallback, "
+                            "salvage (cut or finished)",
+                            ["writer", "n", *(f"valid, {k}" for k in STAGES), "invalid", "stuck", "valid share",
+                             *(f"nfe ({k})" for k in STAGES), "most common cause of a fallback"],
                             rows))
     C.write_json(args.json, payload)
 

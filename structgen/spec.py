@@ -12,7 +12,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from .errors import GrammarSyntaxError, SpecError
 
@@ -40,9 +40,15 @@ def _digest(*parts: str) -> str:
 
 
 class Spec:
-    """Base class of all specs."""
+    """Base class of all specs.
+
+    ``salvage``: every output of the spec's language is a safe answer whatever it says (``Sql``: one
+    read-only query), so when repair and any fallback have failed the generator may release the model's
+    output cut to a complete prefix, or a prefix of it finished by the grammar (``Generator``). Off for
+    every other spec: a shorter or completed tool call or rule could mean something else."""
 
     kind: str = "spec"
+    salvage: ClassVar[bool] = False
 
     @property
     def key(self) -> str:  # pragma: no cover - overridden

@@ -193,3 +193,72 @@ def test_the_cut_releases_the_longest_complete_prefix_after_the_fallback(shop_db
     r0 = sg.Generator(ScriptedLogits(tok4k, target)).generate("Customers?", spec, max_tokens=40,
                                                               max_repair_rounds=0, strict=False)
     assert not r0.valid and not r0.fallback and r0.text == target
+
+
+# ------------------------------------------------------------------------------ the finisher (last resort)
+RUNAWAY = "SELECT name, " + ", ".join(["price"] * 30)  # a SELECT list that never reaches FROM
+
+
+def test_a_grammar_session_finishes_any_prefix_it_allows(strict_c, tok4k):
+    ids = tok4k.encode("SELECT name, price", add_special_tokens=False)
+    s = strict_c.session(len(ids) + 8)
+    tail = s.completion(ids)
+    assert tail and strict_c.accepts(ids + tail) and len(tail) <= 8
+    assert tok4k.decode(ids + tail).startswith("SELECT name, price FROM ")
+    assert strict_c.session(len(ids)).completion(ids) is None  # no room left
+    assert s.completion(ids + tail) == []  # complete already
+    bad = tok4k.encode("SELECT FROM", add_special_tokens=False)
+    assert s.completion(bad) is None  # the grammar does not allow the prefix
+    assert s.completion(ids) == tail  # the session is not left stuck on the refused prefix
+
+
+def test_finish_prefix_closes_a_runaway_select_list(strict, strict_c, tok4k, shop_db):
+    """No prefix of a SELECT list that ran away is a query (the cut has nothing to cut); the finisher
+    keeps all but the last few tokens and lets the grammar close it."""
+    from structgen.sampler.repair import complete_prefix, finish_prefix
+    from structgen.validators import run_validators
+
+    ids = tok4k.encode(RUNAWAY, add_special_tokens=False)
+    checks = validators_for(strict)
+    seen: list[str] = []
+
+    def passes(tokens):
+        seen.append(tok4k.decode(tokens))
+        return not run_validators(checks, seen[-1])
+
+    assert complete_prefix(strict_c, ids, len(ids), lambda k: passes(ids[:k])) is None and not seen
+    k, tail = finish_prefix(strict_c.session(len(ids)), ids, len(ids), passes)
+    text = tok4k.decode(ids[:k] + tail)
+    assert len(ids) - 8 <= k < len(ids) and k + len(tail) <= len(ids) and " FROM " in text, text
+    assert text.startswith(tok4k.decode(ids[:k])) and strict_c.accepts(ids[:k] + tail)
+    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    con.execute(text).fetchall()
+    # validators decide: one that refuses every finished query leaves nothing, after one try per room
+    seen.clear()
+    assert finish_prefix(strict_c.session(len(ids)), ids, len(ids), lambda t: passes(t) and False) is None
+    assert 1 <= len(seen) <= 5
+    # nothing after a MASK or an EOS is kept
+    k0 = 6
+    k, tail = finish_prefix(strict_c.session(len(ids)), ids[:k0] + [-1] + ids[k0 + 1:], len(ids), passes)
+    assert k == k0 and tok4k.decode(ids[:k] + tail).startswith(tok4k.decode(ids[:k0]))
+
+
+def test_the_generator_finishes_a_runaway_the_endgame_could_not_steer(shop_db, tok4k, monkeypatch):
+    """With the endgame's steering off (a stand-in for a search that found nothing, as it did for run 12
+    of the training log), a model that writes SELECT list items until the canvas ends hits a dead end in
+    every round of both stages; the answer is its SELECT list, closed by the grammar."""
+    from structgen.constraints.grammar_session import GrammarSession
+
+    init = GrammarSession.__init__
+    monkeypatch.setattr(GrammarSession, "__init__",
+                        lambda self, *a, **kw: init(self, *a, **{**kw, "endgame": 0, "search_budget": 0}))
+    spec = sg.Sql(shop_db)
+    r = sg.Generator(ScriptedLogits(tok4k, RUNAWAY)).generate("Prices?", spec, max_tokens=40, trace=True)
+    assert r.valid and r.fallback and r.text.startswith("SELECT name, price, price") and " FROM " in r.text
+    notes = [e.note for e in r.trace if e.kind == "remask"]
+    assert notes[-1].startswith("finished: its first ") and any("strict fallback" in n for n in notes)
+    sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True).execute(r.text).fetchall()
+    # a spec that is not salvaged ends in GenerationError, whatever its grammar
+    g = sg.Grammar('start: "SELECT name" (", price")* " FROM products"\n')
+    with pytest.raises(sg.GenerationError):
+        sg.Generator(ScriptedLogits(tok4k, RUNAWAY)).generate("Prices?", g, max_tokens=40)

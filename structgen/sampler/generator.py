@@ -6,10 +6,12 @@
 Every result is validated; failing spans are re-masked and denoised again up to ``max_repair_rounds`` times.
 A spec with a ``fallback`` (``Sql``: its strict grammar, every query of which runs) then gets one more
 stage: the whole canvas re-masked and denoised under the fallback, with repair rounds of its own
-(``Result.fallback`` says so). A spec whose complete prefixes are safe answers (``cut_to_complete``:
-``Sql``, read-only queries) is then cut at the longest complete prefix of its last output that passes every
-validator, the rest EOS (``Result.fallback`` too; a ``remask`` event says where): a model that runs away
-inside a clause until the canvas is spent still gets the query it wrote up to there. Then
+(``Result.fallback`` says so). A spec whose every output is a safe answer (``Spec.salvage``: ``Sql``,
+read-only queries) is then salvaged: its last output is cut at the longest complete prefix that passes
+every validator, or when there is none, the longest prefix of it that the grammar engine can finish inside
+the canvas is finished (``repair.finish_prefix``); the rest is EOS (``Result.fallback`` too; a ``remask``
+event says which). A model that runs away inside a clause until the canvas is spent still gets the query
+it wrote up to there, closed. Then
 ``GenerationError`` (``generate(..., strict=False)`` returns the invalid result instead). A dead end
 (``DeadEnd``: the grammar engine's committed prefix cannot be finished inside the canvas) uses the same
 rounds: the generator re-masks from before the dead end, further back each round, and denoises again.
@@ -30,7 +32,7 @@ from ..spec import JsonSchema, Regex, Spec, as_spec
 from .events import StepEvent
 from .loop import LoopStats, denoise
 from .policy import CommitPolicy
-from .repair import backoff_positions, complete_prefix, positions_to_remask, remask
+from .repair import backoff_positions, complete_prefix, finish_prefix, positions_to_remask, remask
 from .result import Result
 
 
@@ -152,9 +154,9 @@ class Generator:
                 fallback = getattr(spec, "fallback", None) if fallback_left else None
                 stage = self._fallback_stage(fallback, s["engine"], max_tokens, device) if fallback else None
                 if stage is None:
-                    cut_text = self._cut(spec, constraint, checks, canvas, dead, stats) if fallback_ok else None
-                    if cut_text is not None:
-                        ids, text, issues, used_fallback = canvas.tolist(), cut_text, [], True
+                    salvaged = self._salvage(spec, constraint, checks, canvas, dead, stats) if fallback_ok else None
+                    if salvaged is not None:
+                        ids, text, issues, used_fallback = canvas.tolist(), salvaged, [], True
                     break
                 constraint, session, checks = stage
                 fallback_left, used_fallback, penalty, stage_rounds = False, True, None, 0
@@ -200,28 +202,42 @@ class Generator:
                 text=text, errors=result.errors)
         return result
 
-    def _cut(self, spec: Spec, constraint, checks, canvas: torch.Tensor, dead, stats: LoopStats) -> str | None:
-        """Cut the canvas of a ``cut_to_complete`` spec at the longest complete prefix that passes every
-        validator, EOS after it (see the module docstring), and announce it; the cut text, or None (the
-        canvas untouched) when the spec is not cut or no prefix qualifies."""
-        if not getattr(spec, "cut_to_complete", False):
+    def _salvage(self, spec: Spec, constraint, checks, canvas: torch.Tensor, dead, stats: LoopStats) -> str | None:
+        """The last resort of a ``salvage`` spec (see the module docstring): cut the canvas at the longest
+        complete prefix that passes every validator, else finish the longest prefix the grammar engine can
+        finish inside it; EOS after the output, and an event saying which. The text, or None (the canvas
+        untouched) when the spec is not salvaged or neither way gives a valid output."""
+        if not spec.salvage:
             return None
         from ..validators import run_validators
 
         ids, vocab = canvas.tolist(), self.vocab
-        t0 = time.perf_counter()
         end = len(ids) if dead is None else dead.position
-        k = complete_prefix(constraint, ids, end, lambda k: not run_validators(checks, vocab.decode(ids[:k])))
+
+        def passes(tokens: list[int]) -> bool:
+            return not run_validators(checks, vocab.decode(tokens))
+
+        t0 = time.perf_counter()
+        k = complete_prefix(constraint, ids, end, lambda k: passes(ids[:k]))
+        found = None
+        if k is not None:
+            found = (k, [])
+        elif constraint.engine == "grammar":  # the automaton engine is exact over the canvas: no runaways
+            found = finish_prefix(constraint.session(len(ids), canvas.device), ids, end, passes)
         stats.constraint_s += time.perf_counter() - t0
-        if k is None:
+        if found is None:
             return None
-        canvas[k:] = vocab.eos_id
-        text = vocab.decode(ids[:k])
+        k, tail = found
+        out = ids[:k] + tail
+        note = (f"finished: its first {k} tokens kept and {len(tail)} that the grammar allows added, so that it "
+                "ends inside the canvas and passes every validator" if tail else
+                f"cut to its longest complete prefix ({k} tokens) that passes every validator")
+        canvas[: len(out)] = torch.as_tensor(out, dtype=canvas.dtype, device=canvas.device)
+        canvas[len(out):] = vocab.eos_id
+        text = vocab.decode(out)
         if stats.wants_events:
             stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
-                                    positions=list(range(k, len(ids))), text=text,
-                                    note=f"cut to its longest complete prefix ({k} tokens) that passes every "
-                                         "validator"))
+                                    positions=list(range(k, len(ids))), text=text, note=note))
         return text
 
     def _fallback_stage(self, fallback: Spec, engine: str, max_tokens: int, device):

@@ -3,8 +3,10 @@
 Rounds escalate: first only the tokens of each failing span, then from the first failing span to the
 end of the output, then the whole canvas. A frontier engine (grammar) always re-masks from the span on.
 After a dead end (no way to finish inside the canvas) the sampler backs off from the dead end's position:
-a quarter of the prefix, then half, then everything. ``complete_prefix`` is the last resort of a spec whose
-complete prefixes are safe answers (``Sql``): the longest one that passes every validator.
+a quarter of the prefix, then half, then everything. ``complete_prefix`` and ``finish_prefix`` are the last
+resorts of a spec whose every output is a safe answer (``Spec.salvage``: ``Sql``): the longest complete
+prefix that passes every validator, else the longest prefix the grammar engine can finish in the canvas,
+finished.
 """
 
 from __future__ import annotations
@@ -75,4 +77,26 @@ def complete_prefix(constraint, ids: list[int], end: int, passes, *, max_checks:
         checked += 1
         if checked >= max_checks:
             return None
+    return None
+
+
+#: the most tokens ``finish_prefix`` lets the grammar add, one try each, least first
+FINISH_ROOM = (4, 8, 16, 32, 64)
+
+
+def finish_prefix(session, ids: list[int], end: int, passes, *,
+                  budget: int = 1024) -> tuple[int, list[int]] | None:
+    """``(k, tail)``: the prefix ``ids[:k]`` of ``ids[:end]`` (up to the first MASK or EOS) and the tokens
+    that finish it inside the canvas of ``session`` (a grammar session, ``completion``) into an output
+    that ``passes`` (the validators found nothing in those tokens); None when no try found one. Each try
+    lets the grammar add at most ``FINISH_ROOM`` tokens, least first, and keeps as much of the prefix as
+    leaves that room (the model's own tokens before the search's); the search gets ``budget`` grammar
+    masks per try."""
+    eos = session.constraint.vocab.eos_id
+    stop = next((i for i, t in enumerate(ids[:end]) if t < 0 or t == eos), end)
+    for room in FINISH_ROOM:
+        k = max(0, min(stop, session.length - room))
+        tail = session.completion(ids[:k], budget, room)
+        if tail is not None and passes(ids[:k] + tail):
+            return k, tail
     return None

@@ -13,7 +13,8 @@ class Result:
     forward passes), ``timings`` ({"model_s", "constraint_s", "total_s"}), ``engine`` ("automaton" or
     "grammar"), ``trace`` (step events when tracing), plus token-level counts, ``repair_rounds`` and
     ``fallback`` (the repair rounds ran out and a last resort wrote the text: the spec's stricter fallback,
-    or, for ``Sql``, the output cut at its longest complete prefix that validates; the trace says which)."""
+    or, for ``Sql``, the output cut at its longest complete prefix that validates, or a prefix of it closed
+    by the grammar; the trace says which)."""
 
     text: str
     value: Any

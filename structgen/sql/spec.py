@@ -90,13 +90,14 @@ class Sql(Grammar):
     function calls; every query it allows runs. Attributes: ``database`` (resolved path), ``schema``
     (``DbSchema``), ``text`` (the specialised Lark grammar), ``validators``, ``strict``, and ``fallback``
     (the strict variant, which the generator turns to when the repair rounds run out; None when strict).
-    ``cut_to_complete``: a complete prefix of a query is itself a read-only query, so after the fallback the
-    generator may release the longest complete prefix that passes every validator (``Generator``).
+    ``salvage``: every query the grammars allow is one read-only SELECT, so after the fallback the generator
+    may release the longest complete prefix of the last output that passes every validator, or else the
+    longest prefix it can finish inside the canvas, finished (``Generator``).
     """
 
     database: Path
     schema: DbSchema
-    cut_to_complete = True
+    salvage = True
 
     def __init__(self, database: str | Path, *, validators: Sequence[Callable] = (), explain: bool = True,
                  second_opinion: bool = True, strict: bool = False):

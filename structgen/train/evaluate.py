@@ -7,7 +7,7 @@ Modes (one model, the same prompts):
 * ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference.
 
 Scores per family: **validity** (every validator of the spec passes) and **fallback** (the share of answers
-a last resort wrote after the repair rounds ran out: SQL's strict fallback, or its cut); the family's
+a last resort wrote after the repair rounds ran out: SQL's strict fallback, its cut or its finisher); the family's
 **accuracy** — tool calls: exact match (name and every argument); JSON extraction: field accuracy (share of
 the gold object's leaves reproduced exactly, missing and extra fields count as wrong); SQL: execution
 accuracy (the same rows as the gold query on the shop database, as a multiset unless the gold query orders
