@@ -241,6 +241,9 @@ def test_finish_prefix_closes_a_runaway_select_list(strict, strict_c, tok4k, sho
     k0 = 6
     k, tail = finish_prefix(strict_c.session(len(ids)), ids[:k0] + [-1] + ids[k0 + 1:], len(ids), passes)
     assert k == k0 and tok4k.decode(ids[:k] + tail).startswith(tok4k.decode(ids[:k0]))
+    eos = tok4k.eos_token_id
+    assert finish_prefix(strict_c.session(len(ids)), ids[:k0] + [eos] + ids[k0 + 1:], len(ids), passes)[0] == k0
+    assert finish_prefix(strict_c.session(len(ids)), ids, k0, passes)[0] == k0  # ``end`` bounds it too
 
 
 def test_the_generator_finishes_a_runaway_the_endgame_could_not_steer(shop_db, tok4k, monkeypatch):

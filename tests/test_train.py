@@ -373,6 +373,8 @@ def test_dropout_trains_with_it_and_decodes_without(tok, tmp_path):
     assert (cfg.attention_dropout, cfg.mlp_dropout, cfg.embedding_dropout) == (0.0, 0.2, 0.2)
     with pytest.raises(ConfigError, match="attention_dropout must be in"):
         TrainConfig.tiny(attention_dropout=-0.1).validated()
+    with pytest.raises(ConfigError, match="dropout must be in"):
+        TrainConfig.tiny(dropout=None).validated()
     assert TrainConfig.small().dropout == 0.0 == TrainConfig.tiny().dropout
     with pytest.raises(ConfigError, match="dropout"):
         TrainConfig.tiny(dropout=1.0).validated()

@@ -155,8 +155,10 @@ class TrainConfig:
             raise ConfigError(f"need 0 <= curriculum <= 1 and 0 < curriculum_start <= 1, got {self.curriculum} "
                               f"and {self.curriculum_start}")
         for name, v in (("dropout", self.dropout), ("attention_dropout", self.attention_dropout)):
-            if not (v is None and name == "attention_dropout") and not 0.0 <= v < 1.0:
-                raise ConfigError(f"{name} must be in [0, 1), got {v}")
+            if v is None and name == "attention_dropout":
+                continue  # the same as dropout
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {v!r}")
         for name in ("prefix_share", "frontier_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be in [0, 1], got {getattr(self, name)}")
