@@ -56,8 +56,7 @@ def run(jobs, spec, bar, task) -> dict:
             key = "invalid" if not r.valid else salvage or ("fallback" if r.fallback else "first stage")
             tally[key] += 1
             if salvage:
-                salvaged.append({"prompt": prompt if isinstance(prompt, str) else str(prompt), "how": salvage,
-                                 "text": r.text})
+                salvaged.append({"prompt": str(prompt), "how": salvage, "text": r.text})
             if r.valid:
                 nfe[key].append(r.nfe)
         bar.advance(task)

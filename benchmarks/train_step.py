@@ -1,9 +1,9 @@
 """The cost of one training step of ``structgen train``'s model under dropout settings.
 
 Each setting builds the ``small`` preset's model (``structgen.train.config.build_model``, copy head
-included) over the 4k test tokenizer and times the trainer's step on one fixed batch: the LLaDA loss
-(``llada_loss`` with the preset's noise settings), backward, gradient clipping and AdamW, under the same
-bfloat16 autocast decision as the trainer (``use_bf16``). The settings take turns, one step each per
+included) over the 4k test tokenizer and times the trainer's own step (``structgen.train.step.training_step``: the
+LLaDA loss with the preset's noise settings, backward, gradient clipping and AdamW) on one fixed batch,
+under the same bfloat16 autocast decision as the trainer (``use_bf16``). The settings take turns, one step each per
 round, so a machine that slows down mid-run slows every setting alike. Printed per setting: the median
 and 90th-percentile milliseconds per step, and the batch's tokens per second at the median.
 
@@ -43,9 +43,9 @@ def main() -> None:
     C.quiet_warnings()
     import torch
 
+    from structgen.train.batches import Batch
     from structgen.train.config import TrainConfig, build_model, use_bf16
-    from structgen.train.objective import llada_loss
-    from structgen.train.trainer import _optimizer
+    from structgen.train.step import make_optimizer, training_step
 
     tok = C.tokenizer("4k")
     device = torch.device(args.device)
@@ -55,25 +55,15 @@ def main() -> None:
     att[args.rows // 2:, args.length * 3 // 4:] = 0  # half the rows padded, as bucketing leaves them
     canvas = torch.zeros_like(ids, dtype=torch.bool)
     canvas[:, args.length // 2:] = att[:, args.length // 2:].bool()  # the second half is the response
-    ids, att, canvas = ids.to(device), att.to(device), canvas.to(device)
+    batch = Batch(ids, att, canvas, ("bench",) * args.rows).to(device)
     runs = {}
     for name, (p, p_att) in SETTINGS.items():
         cfg = TrainConfig.small(dropout=p, attention_dropout=p_att, device=args.device)
         torch.manual_seed(0)
         model = build_model(tok, cfg).to(device).train()
-        runs[name] = (cfg, model, _optimizer(model, cfg), [])
+        runs[name] = (cfg, model, make_optimizer(model, cfg), [])
     bf16 = use_bf16(TrainConfig.small(device=args.device), device)
     noise = torch.Generator(device=device).manual_seed(0)
-
-    def step(cfg, model, opt) -> None:
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-            loss, _ = llada_loss(model, ids, att, canvas, tok.mask_token_id, eps=cfg.eps, generator=noise,
-                                 eos_id=tok.eos_token_id, mask_power=cfg.mask_power,
-                                 frontier_share=cfg.frontier_share, frontier_block=cfg.frontier_block)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
 
     with C.progress() as bar:
         task = bar.add_task("steps", total=(args.rounds + 2) * len(runs))
@@ -81,12 +71,12 @@ def main() -> None:
             for cfg, model, opt, times in runs.values():
                 C.sync(device)
                 t0 = time.perf_counter()
-                step(cfg, model, opt)
+                training_step(model, opt, batch, cfg, tok.mask_token_id, tok.eos_token_id, noise, bf16)
                 C.sync(device)
                 if r >= 2:
                     times.append(time.perf_counter() - t0)
                 bar.advance(task)
-    n_tokens = int(att.sum())
+    n_tokens = batch.n_tokens
     rows, payload = [], {"env": C.environment(args), "bf16": bf16, "rows": args.rows, "length": args.length,
                          "settings": {}}
     for name, (cfg, _, _, times) in runs.items():

@@ -5,7 +5,7 @@ mixture and the held-out split (templates never seen in training); train the byt
 (``batches.py``); initialise a ModernBERT, with a copy head by default (``config.build_model``); matmuls autocast to bfloat16 where
 the device has fast bfloat16 kernels (``config.use_bf16``; weights and optimiser stay fp32); AdamW
 (weight decay on matrices only), warmup + cosine (``TrainConfig.lr_at``), gradient clipping, LLaDA's loss
-(``objective.py``); for the first part of the run a length curriculum (``TrainConfig.competence``). Every
+(``objective.py``), one step at a time (``step.py``); for the first part of the run a length curriculum (``TrainConfig.competence``). Every
 ``eval_every`` steps the held-out loss is measured with fixed noise, so values along the curve compare.
 
 The run stops at ``cfg.steps``, when ``cfg.minutes`` (counted from the call, data and tokenizer included)
@@ -44,6 +44,7 @@ from ..models.hf_mlm import quiet_loading
 from .batches import Batch, batch_stream, encode_examples, fixed_batches
 from .config import TrainConfig, build_model, count_parameters, use_bf16
 from .objective import llada_loss
+from .step import make_optimizer, training_step
 from .tokenizer import build_tokenizer
 
 EVAL_NOISE_SEED = 12345  # offset of the held-out noise seed: the same masks at every evaluation
@@ -175,17 +176,6 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _optimizer(model, cfg: TrainConfig) -> torch.optim.Optimizer:
-    decay, no_decay, seen = [], [], set()
-    for p in model.parameters():
-        if id(p) in seen or not p.requires_grad:
-            continue
-        seen.add(id(p))
-        (decay if p.dim() >= 2 else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
-
-
 @torch.no_grad()
 def heldout_loss(model, batches: Sequence[Batch], mask_id: int, cfg: TrainConfig, device) -> tuple[float, dict]:
     """Mean held-out loss per row (and per family), with the same noise at every call."""
@@ -250,7 +240,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
 
         torch.manual_seed(cfg.seed)
         model = build_model(tok, cfg).to(device).train()
-        opt = _optimizer(model, cfg)
+        opt = make_optimizer(model, cfg)
         bf16 = use_bf16(cfg, device)
         noise = torch.Generator().manual_seed(cfg.seed + 1)
         clock = {"progress": 0.0}  # the run's progress, read by the length curriculum
@@ -284,22 +274,13 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                         g["lr"] = lr
                     _, batch = next(stream)
                     batch = batch.to(device)
-                    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-                        loss, _ = llada_loss(model, batch.input_ids, batch.attention_mask, batch.canvas, mask_id,
-                                             eps=cfg.eps, generator=noise, prefix_share=cfg.prefix_share,
-                                             eos_id=eos_id, mask_power=cfg.mask_power,
-                                             frontier_share=cfg.frontier_share, frontier_block=cfg.frontier_block)
-                    if not bool(torch.isfinite(loss)):  # keep the last finite weights and save them
+                    value = training_step(model, opt, batch, cfg, mask_id, eos_id, noise, bf16)
+                    if value is None:  # keep the last finite weights and save them
                         stopped_by = "diverged"
                         break
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-                    opt.step()
                     step += 1
                     tokens += batch.n_tokens
                     rows_seen += batch.input_ids.shape[0]
-                    value = float(loss.detach())
                     recent.append(value)
                     since_eval.append(value)
                     recent = recent[-50:]
