@@ -77,15 +77,12 @@ def _p(rng: random.Random, p: float) -> bool:
 
 
 # ---------------------------------------------------------------------------------------- value makers
-_UNITS = {"celsius": ("Celsius", "°C", "degrees Celsius", "celsius"), "fahrenheit": ("Fahrenheit", "°F", "degrees Fahrenheit", "fahrenheit")}
-
-
 def _weather(rng, days=0.4, unit=0.35):
     c = V.city(rng).name
     a, s = {"city": c}, {"city": c}
     if _p(rng, unit):
-        a["unit"] = u = rng.choice(tuple(_UNITS))
-        s["unit"] = rng.choice(_UNITS[u])
+        a["unit"] = u = rng.choice(tuple(V.UNITS))
+        s["unit"] = rng.choice(V.UNITS[u])
     if _p(rng, days):
         a["days"] = n = rng.randint(2, 14)
         s["days"] = V.count_text(rng, n)
@@ -95,11 +92,6 @@ def _weather(rng, days=0.4, unit=0.35):
 _TITLES = ("Budget review", "Dentist", "Sprint planning", "Lunch with Ana", "1:1 with Søren", "Yoga class",
            "Quarterly all-hands", "Café Müller tasting", "Project kickoff", "Parent-teacher meeting",
            "Design critique", "Car service", "Interview: data analyst", "Book club", "Flat viewing in Köln")
-_DUR = {15: ("15 minutes", "a quarter of an hour", "15 min"), 20: ("20 minutes", "20 min"),
-        30: ("30 minutes", "half an hour", "30 min"), 45: ("45 minutes", "45 min"),
-        60: ("an hour", "1 hour", "60 minutes", "1h"), 90: ("90 minutes", "an hour and a half", "1.5 hours"),
-        120: ("2 hours", "two hours", "2h", "120 minutes"), 180: ("3 hours", "three hours", "180 minutes"),
-        240: ("4 hours", "half a day (4 hours)")}
 
 
 def _emails(rng, lo, hi):
@@ -113,8 +105,8 @@ def _event(rng, dur=0.5, att=0.5):
     a = {"title": title, "date": d.isoformat(), "start_time": t}
     s = {"title": title, "date": V.date_text(rng, d), "time": tt}
     if _p(rng, dur):
-        a["duration_minutes"] = m = rng.choice(tuple(_DUR))
-        s["dur"] = rng.choice(_DUR[m])
+        a["duration_minutes"] = m = rng.choice(tuple(V.DURATIONS))
+        s["dur"] = rng.choice(V.DURATIONS[m])
     if _p(rng, att):
         a["attendees"] = people = _emails(rng, 1, 4)
         s["att"] = V.join_list(rng, people)
@@ -140,10 +132,6 @@ def _email(rng, lo=1, hi=4):
     return {"to": to, "subject": subj, "body": body}, {"to": V.join_list(rng, to), "subject": subj, "body": body}
 
 
-_CABINS = {"economy": ("economy", "economy class", "coach"), "premium_economy": ("premium economy",),
-           "business": ("business class", "business"), "first": ("first class",)}
-
-
 def _airport(rng, c, style=None):
     style = style or rng.choice(("paren", "paren", "code", "city", "both"))
     return {"paren": f"{c.name} ({c.iata})", "code": c.iata, "city": c.name, "both": f"{c.name} {c.iata}"}[style]
@@ -159,24 +147,20 @@ def _flight(rng, pax=0.45, cabin=0.4, style=None):
         a["passengers"] = n = rng.randint(1, 9)
         s["pax"] = V.count_text(rng, n)
     if _p(rng, cabin):
-        a["cabin"] = c = rng.choice(tuple(_CABINS))
-        s["cab"] = rng.choice(_CABINS[c])
+        a["cabin"] = c = rng.choice(tuple(V.CABINS))
+        s["cab"] = rng.choice(V.CABINS[c])
     return a, s
 
 
 _TASKS = ("call mom", "pay the rent", "water the plants", "submit the report to Zoë", "renew my passport",
           "pick up the dry cleaning", "book the dentist", "send the invoice to Globex", "take my medication",
           "buy a gift for Amélie", "check in for the flight to São Paulo", "back up the laptop")
-_ZONES = (("Z", ("UTC", "GMT", "UTC+0")), ("+01:00", ("UTC+1", "GMT+1", "UTC+01:00")),
-          ("+02:00", ("UTC+2", "GMT+2", "UTC+02:00")), ("-05:00", ("UTC-5", "GMT-5", "UTC-05:00")),
-          ("+05:30", ("UTC+5:30", "UTC+05:30", "GMT+5:30")), ("+09:00", ("UTC+9", "GMT+9")),
-          ("-03:00", ("UTC-3", "GMT-3")), ("-08:00", ("UTC-8", "GMT-8", "UTC-08:00")))
 
 
 def _reminder(rng):
     d = V.date(rng)
     t, tt = V.time_of_day(rng, 5, 6, 23)
-    off, names = rng.choice(_ZONES)
+    off, names = rng.choice(V.ZONES)
     task = rng.choice(_TASKS)
     a = {"text": task, "at": f"{d.isoformat()}T{t}:00{off}"}
     return a, {"task": task, "date": V.date_text(rng, d), "time": tt, "tz": rng.choice(names)}

@@ -87,6 +87,23 @@ CURRENCIES = (  # code, names a text may use, symbol or None
 TOPICS = ("the Q2 budget", "the product launch", "hiring plans", "the office move", "customer feedback",
           "the new website", "travel expenses", "the annual report", "the roadmap", "team onboarding")
 EMAIL_DOMAINS = ("example.com", "example.org", "mail.example.net", "acme.test", "globex.example", "uni.example.edu")
+#: temperature units (the tool's enum values) and the words a request may use for them
+UNITS = {"celsius": ("Celsius", "°C", "degrees Celsius", "celsius"),
+         "fahrenheit": ("Fahrenheit", "°F", "degrees Fahrenheit", "fahrenheit")}
+#: cabin classes (the tool's enum values) and the words a request may use for them
+CABINS = {"economy": ("economy", "economy class", "coach"), "premium_economy": ("premium economy",),
+          "business": ("business class", "business"), "first": ("first class",)}
+#: UTC offsets as an ISO 8601 time carries them, and the names a text may use for them
+ZONES = (("Z", ("UTC", "GMT", "UTC+0")), ("+01:00", ("UTC+1", "GMT+1", "UTC+01:00")),
+         ("+02:00", ("UTC+2", "GMT+2", "UTC+02:00")), ("-05:00", ("UTC-5", "GMT-5", "UTC-05:00")),
+         ("+05:30", ("UTC+5:30", "UTC+05:30", "GMT+5:30")), ("+09:00", ("UTC+9", "GMT+9")),
+         ("-03:00", ("UTC-3", "GMT-3")), ("-08:00", ("UTC-8", "GMT-8", "UTC-08:00")))
+#: durations in minutes and the words a text may use for them
+DURATIONS = {15: ("15 minutes", "a quarter of an hour", "15 min"), 20: ("20 minutes", "20 min"),
+             30: ("30 minutes", "half an hour", "30 min"), 45: ("45 minutes", "45 min"),
+             60: ("an hour", "1 hour", "60 minutes", "1h"), 90: ("90 minutes", "an hour and a half", "1.5 hours"),
+             120: ("2 hours", "two hours", "2h", "120 minutes"), 180: ("3 hours", "three hours", "180 minutes"),
+             240: ("4 hours", "half a day (4 hours)")}
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
 NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
