@@ -210,6 +210,9 @@ def train(
                                             "has fast bfloat16 matmuls) | bf16 | fp32."),
     examples_per_family: Optional[int] = typer.Option(None, "--examples-per-family", help="Training examples "
                                                       "per task family."),
+    drill_examples: Optional[int] = typer.Option(None, "--drill-examples", help="JSON drill records added to the "
+                                                 "training data: values to convert, not copy (default 0; "
+                                                 "docs/training.md)."),
     pretokenizer: Optional[str] = typer.Option(None, "--pretokenizer", help="How text is cut before BPE merges: "
                                                "words (the default) | json-words | gpt2 (docs/training.md)."),
     dropout: Optional[float] = typer.Option(None, "--dropout", help="ModernBERT dropout while training, "
@@ -234,7 +237,7 @@ def train(
     try:
         cfg = TrainConfig.preset(preset, minutes=minutes, steps=steps, seed=seed, device=device, threads=threads,
                                  precision=precision, examples_per_family=examples_per_family,
-                                 pretokenizer=pretokenizer, dropout=dropout,
+                                 drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
                                  attention_dropout=attention_dropout)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "

@@ -308,3 +308,47 @@ def test_composed_tool_requests_put_the_arguments_in_any_order():
             o, d = (a[k] if a[k] in e.prompt else iata[a[k]] for k in ("origin", "destination"))
             orders.add(e.prompt.index(o) < e.prompt.index(d))
     assert orders == {True, False}
+
+
+def test_json_drills_are_conversions_outside_the_family_splits(tok4k):
+    """json_drills.py: training-only records of 1-4 values to convert (month names, spelled dates, zones,
+    currencies, cabins), never registered in the JSON family's splits; targets valid token by token."""
+    from structgen.train.data import json_drills
+
+    drill_ids = {t.id for t in json_drills.REG.train}
+    assert drill_ids and not json_drills.REG.heldout
+    assert not drill_ids & set(template_ids("json", "train") + template_ids("json", "heldout"))
+    exs = json_drills.examples(300, seed=4)
+    assert [_key(e) for e in exs[:50]] == [_key(e) for e in json_drills.examples(50, seed=4)]
+    assert [_key(e) for e in exs] != [_key(e) for e in json_drills.examples(300, seed=5)]
+    assert {e.template for e in exs} == drill_ids and {e.family for e in exs} == {"json"}
+    held_keys = {k for e in examples("json", "heldout", 400, seed=5) for k in e.spec.schema["properties"]}
+    months = 0
+    for i, e in enumerate(exs):
+        assert json.loads(e.target) == e.gold and e.target == canonical_json(e.gold)
+        assert 1 <= len(e.spec.schema["properties"]) <= 4
+        assert not set(e.spec.schema["properties"]) & held_keys
+        jsonschema.validate(e.gold, e.spec.schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+        for k, v in e.gold.items():
+            if k in ("month", "birthMonth", "birth_month", "monthNumber", "month_number"):
+                months += 1
+                assert V.MONTHS[v - 1][:3].lower() in e.prompt.lower()  # the text names the month
+        if i % 10 == 0:
+            c = sg.compile(e.spec, tok4k)
+            ids = tok4k.encode(e.target, add_special_tokens=False)
+            assert all(c.accepts_prefix(ids[:k]) for k in range(len(ids))) and c.accepts(ids), e.target
+    assert months > 10
+
+
+def test_drill_examples_join_the_training_rows_only():
+    from structgen.train.config import TrainConfig
+    from structgen.train.trainer import load_data
+
+    base, drilled = load_data(TrainConfig.tiny()), load_data(TrainConfig.tiny(drill_examples=12))
+    drills = [e for e in drilled.train if ".drill_" in e.template]
+    assert len(drills) == 12 and len(drilled.train) == len(base.train) + 12
+    assert sorted(map(_key, base.train)) == sorted(_key(e) for e in drilled.train if ".drill_" not in e.template)
+    assert [_key(e) for e in drilled.heldout] == [_key(e) for e in base.heldout]
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ConfigError, match="drill_examples"):
+            TrainConfig.tiny(drill_examples=bad)

@@ -64,6 +64,8 @@ class TrainConfig:
     # data
     examples_per_family: int = 40_000
     heldout_per_family: int = 32
+    drill_examples: int = 0  # JSON drill records added to the training rows: values to convert, not copy
+    # (months, spelled dates, zones, currencies and cabins in words; structgen.train.data.json_drills, run 16)
     # canvas policy
     canvas_multiple: int = 16
     canvas_extra_max: int = 32
@@ -143,8 +145,10 @@ class TrainConfig:
         if self.max_canvas >= self.max_positions:
             raise ConfigError(f"max_canvas ({self.max_canvas}) must leave room for the prompt inside "
                               f"max_positions ({self.max_positions})")
-        if self.heldout_per_family < 0 or self.canvas_extra_max < 0 or self.warmup_steps < 0:
-            raise ConfigError("heldout_per_family, canvas_extra_max and warmup_steps must be >= 0")
+        for name in ("heldout_per_family", "drill_examples", "canvas_extra_max", "warmup_steps"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ConfigError(f"{name} must be an integer >= 0, got {v!r}")
         if not (0.0 <= self.canvas_fixed_prob and 0.0 <= self.canvas_family_prob
                 and self.canvas_fixed_prob + self.canvas_family_prob <= 1.0):
             raise ConfigError(f"canvas_family_prob ({self.canvas_family_prob}) and canvas_fixed_prob "

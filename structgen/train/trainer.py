@@ -104,10 +104,15 @@ class TrainReport:
 
 
 def load_data(cfg: TrainConfig) -> TrainData:
-    """The training mixture, the held-out split and the tokenizer corpus for ``cfg`` (all from its seed)."""
-    from .data import corpus_texts, mixture
+    """The training mixture (with ``cfg.drill_examples`` JSON drills), the held-out split and the tokenizer
+    corpus for ``cfg`` (all from its seed)."""
+    from .data import corpus_texts, json_drills, mixture
 
-    return TrainData(train=mixture("train", cfg.examples_per_family, cfg.seed),
+    train = mixture("train", cfg.examples_per_family, cfg.seed)
+    if cfg.drill_examples:
+        train += json_drills.examples(cfg.drill_examples, cfg.seed)
+        random.Random(f"drills/{cfg.seed}").shuffle(train)
+    return TrainData(train=train,
                      heldout=mixture("heldout", cfg.heldout_per_family, cfg.seed) if cfg.heldout_per_family else [],
                      corpus=corpus_texts(cfg.tokenizer_corpus, cfg.seed))
 

@@ -95,14 +95,17 @@ def check_split(split: str) -> None:
         raise ConfigError(f"split must be 'train' or 'heldout', got {split!r}")
 
 
-def generate(family: str, split: str, templates: Sequence[Template], n: int, seed: int) -> list[Example]:
-    """``n`` examples from ``templates``, round-robin in a seeded order, each from its own seeded rng."""
+def generate(family: str, split: str, templates: Sequence[Template], n: int, seed: int,
+             stream: str = "") -> list[Example]:
+    """``n`` examples from ``templates``, round-robin in a seeded order, each from its own seeded rng;
+    ``stream`` names another sequence of seeds for the same family (the JSON drills beside its templates)."""
     check_split(split)
     if n < 0:
         raise ConfigError(f"n must be >= 0, got {n}")
     if not templates:
         raise ConfigError(f"family {family!r} has no {split} templates")
-    order_rng = random.Random(f"{family}/{split}/{seed}/order")
+    family_seed = f"{family}{stream}"
+    order_rng = random.Random(f"{family_seed}/{split}/{seed}/order")
     out: list[Example] = []
     perm: list[Template] = []
     for i in range(n):
@@ -110,7 +113,7 @@ def generate(family: str, split: str, templates: Sequence[Template], n: int, see
             perm = list(templates)
             order_rng.shuffle(perm)
         t = perm[i % len(templates)]
-        prompt, target, gold, spec = t.render(random.Random(f"{family}/{split}/{seed}/{i}"))
+        prompt, target, gold, spec = t.render(random.Random(f"{family_seed}/{split}/{seed}/{i}"))
         out.append(Example(family, t.id, prompt, spec, target, gold))
     return out
 

@@ -225,10 +225,11 @@ LAYOUTS: dict[str, Callable[[random.Random, list[tuple[str, str, str]]], str]] =
 }
 
 
-def compose(rng: random.Random, f: Fields, layout: str, lo: int, hi: int) -> str:
-    """Fill ``f`` with ``lo..hi`` random fields and return the pattern (``base.say``'s language, values as
-    ``{slot}`` placeholders, so phrasing noise never touches a value) stating them in ``layout``."""
-    kinds = rng.sample(FIELDS, rng.randint(lo, hi))
+def compose(rng: random.Random, f: Fields, layout: str, lo: int, hi: int,
+            bank: tuple[FieldKind, ...] = FIELDS) -> str:
+    """Fill ``f`` with ``lo..hi`` random fields of ``bank`` and return the pattern (``base.say``'s language,
+    values as ``{slot}`` placeholders, so phrasing noise never touches a value) stating them in ``layout``."""
+    kinds = rng.sample(bank, rng.randint(lo, hi))
     stated: list[tuple[str, str, str]] = []  # (label, {slot} placeholder, the value's text)
     for i, kind in enumerate(kinds):
         value, text = kind.draw(rng)

@@ -121,8 +121,8 @@ _LEADS = ("", "", "", "Extract the details: ", "Extract the data from this text:
           "Fill in the fields from the text below.\n", "Text: ", "Turn this into JSON:\n")
 
 
-def _template(id: str, split: str = "train") -> Callable:
-    """Register ``fn(rng, f) -> patterns`` (``f`` a fresh :class:`Fields`) as a JSON template."""
+def _template(id: str, split: str = "train", registry: Registry = REG) -> Callable:
+    """Register ``fn(rng, f) -> patterns`` (``f`` a fresh :class:`Fields`) as a JSON template on ``registry``."""
 
     def deco(fn: Callable[[random.Random, Fields], Any]):
         def render(rng: random.Random):
@@ -133,7 +133,7 @@ def _template(id: str, split: str = "train") -> Callable:
             lead = rng.choice(_LEADS)
             return lead + text, canonical_json(f.value), f.value, GeneratedSchema(schema)
 
-        REG.add(Template(f"json.{id}", FAMILY, split, render))
+        registry.add(Template(f"json.{id}", FAMILY, split, render))
         return fn
 
     return deco

@@ -1,0 +1,121 @@
+"""JSON extraction drills: short records whose values a text states in another form than the schema wants.
+
+The shipped model copies values well (its copy head) and never learnt to *convert* one: with every other
+token of a gold tool call visible, its month slot is a flat guess over the twelve months whatever the
+request says (1 right in 60 training-template calls; docs/training-log.md, run 16), and the same holds for a
+currency named in words, a time zone, a 12-hour time, a count in words, ``coach`` for ``economy``. The
+domain and composed templates state such values once among many copied ones, so the lookup gets little of
+the loss. These templates drill it: each record has 1-4 fields from :data:`DRILLS`, every one a conversion
+(a month name to its number, a spelled date to ISO 8601, a time with its zone to an ISO date-time, a
+currency or a cabin in words to its code, a city to its airport), written in json_composed's layouts with
+the field's key or a synonym as its label.
+
+The drills are not templates of the JSON family's splits (``json_extract.REG``): ``structgen train`` adds
+``TrainConfig.drill_examples`` of them to the training rows (:func:`examples`, family ``json``, a seed
+stream of their own), so the family's own rows and every held-out figure stay what they were. No held-out
+domain's key names are used.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from . import vocab as V
+from .json_composed import LAYOUTS, FieldKind, compose
+from .base import Example, Registry, generate
+from .json_extract import DATE, ENUM, FAMILY, INT, TIME, _template
+
+REG = Registry(FAMILY)
+CODE = {"type": "string", "pattern": "^[A-Z]{3}$"}
+DATETIME = {"type": "string", "format": "date-time"}
+
+
+def _month(rng: random.Random) -> tuple[Any, str]:
+    m = rng.randint(1, 12)
+    name = V.MONTHS[m - 1]
+    return m, rng.choice((name, name, name[:3], name.lower()))
+
+
+def _date(rng: random.Random) -> tuple[Any, str]:
+    d = V.date(rng, 2024, 2028)
+    return d.isoformat(), V.date_text(rng, d)
+
+
+def _clock(rng: random.Random) -> tuple[Any, str]:
+    return V.time_of_day(rng, 5, 0, 23)
+
+
+def _moment(rng: random.Random) -> tuple[Any, str]:
+    d = V.date(rng, 2024, 2028)
+    t, tt = V.time_of_day(rng, 5, 0, 23)
+    off, names = rng.choice(V.ZONES)
+    day, zone = V.date_text(rng, d), rng.choice(names)
+    text = rng.choice((f"{day} {tt} {zone}", f"{day}, {tt} ({zone})", f"{tt} {zone} on {day}", f"{day} at {tt} {zone}",
+                       f"{day} / {tt} {zone}"))
+    return f"{d.isoformat()}T{t}:00{off}", text
+
+
+def _currency(rng: random.Random) -> tuple[Any, str]:
+    code, names, symbol = rng.choice(V.CURRENCIES)
+    return code, rng.choice(names + ((symbol,) if symbol else ()))
+
+
+def _airport(rng: random.Random) -> tuple[Any, str]:
+    c = V.city(rng)
+    return c.iata, rng.choice((f"{c.name} ({c.iata})", f"{c.name} ({c.iata})", c.iata, f"{c.name} {c.iata}", c.name))
+
+
+def _count(rng: random.Random) -> tuple[Any, str]:
+    n = rng.randint(1, 10)
+    return n, V.NUMBER_WORDS[n] if rng.random() < 0.8 else str(n)
+
+
+def _table(table: dict) -> Any:
+    def draw(rng: random.Random) -> tuple[Any, str]:
+        value = rng.choice(tuple(table))
+        return value, rng.choice(table[value])
+
+    return draw
+
+
+DRILLS: tuple[FieldKind, ...] = (
+    FieldKind(("month", "birth_month", "month_number"), ("month", "in the month of", "month of"), INT(1, 12), _month),
+    FieldKind(("check_in", "arrival_date"), ("check-in", "arriving", "arrival"), DATE, _date),
+    FieldKind(("check_out", "departure_date"), ("check-out", "leaving", "departure"), DATE, _date),
+    FieldKind(("due_date", "deadline"), ("due", "deadline", "due by"), DATE, _date),
+    FieldKind(("birthday", "date_of_birth"), ("born", "birthday", "date of birth"), DATE, _date),
+    FieldKind(("issued_on", "valid_from"), ("issued", "valid from"), DATE, _date),
+    FieldKind(("expires_on", "valid_until"), ("expires", "valid until", "expiry"), DATE, _date),
+    FieldKind(("start_time", "opens_at"), ("starts", "opens", "from"), TIME, _clock),
+    FieldKind(("end_time", "closes_at"), ("ends", "closes", "until"), TIME, _clock),
+    FieldKind(("pickup_time", "arrival_time"), ("pickup", "pick-up at", "arrives"), TIME, _clock),
+    FieldKind(("remind_at", "scheduled_for", "timestamp"), ("remind me", "scheduled for", "when", "at"), DATETIME,
+              _moment),
+    FieldKind(("currency", "currency_code"), ("currency", "paid in", "in"), CODE, _currency),
+    FieldKind(("from_currency", "source_currency"), ("from", "convert from", "source currency"), CODE, _currency),
+    FieldKind(("to_currency", "target_currency"), ("to", "into", "target currency"), CODE, _currency),
+    FieldKind(("origin", "from_airport"), ("from", "origin", "departing", "leaving from", "out of"), CODE, _airport),
+    FieldKind(("destination", "to_airport"), ("to", "destination", "arriving in", "going to", "flying into"), CODE,
+              _airport),
+    FieldKind(("guests", "tickets", "nights"), ("guests", "tickets", "nights", "party of"), INT(1, 20), _count),
+    FieldKind(("cabin", "travel_class"), ("cabin", "class", "flying"), ENUM(*V.CABINS), _table(V.CABINS)),
+    FieldKind(("unit", "temperature_unit"), ("unit", "in", "temperatures in"), ENUM(*V.UNITS), _table(V.UNITS)),
+    FieldKind(("duration_minutes", "length_minutes"), ("duration", "for", "lasting"), INT(5, 480),
+              _table(V.DURATIONS)),
+)
+
+
+def _register(layout: str) -> None:
+    @_template(f"drill_{layout}", registry=REG)
+    def _(rng, f):
+        return [compose(rng, f, layout, 1, 4, DRILLS)]
+
+
+for _layout in LAYOUTS:
+    _register(_layout)
+
+
+def examples(n: int, seed: int = 0) -> list[Example]:
+    """``n`` drill records (family ``json``, training only), deterministic in ``seed``."""
+    return generate(FAMILY, "train", REG.train, n, seed, stream="-drill")
