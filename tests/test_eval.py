@@ -30,12 +30,48 @@ def _ex(family, target, gold, spec=None):
 
 
 def test_tool_calls_need_the_name_and_every_argument():
+    from structgen.train.data.tool_calls import spec
+
     gold = {"name": "get_weather", "arguments": {"city": "Porto", "days": 2}}
-    ex = _ex("tool", json.dumps(gold), gold)
+    ex = _ex("tool", json.dumps(gold), gold, spec())
     assert score(ex, json.dumps(gold), True) == (1.0, True)
     assert score(ex, '{"name": "get_weather", "arguments": {"city": "Porto"}}', True)[0] == 0.0
+    assert score(ex, '{"name": "get_weather", "arguments": {"city": "Porto", "days": 3}}', True)[0] == 0.0
+    assert score(ex, '{"name": "get_weather", "arguments": {"city": "Porto", "days": 2, "unit": "fahrenheit"}}',
+                 True)[0] == 0.0
     assert score(ex, '{"name": "search_flights", "arguments": {"city": "Porto", "days": 2}}', True)[0] == 0.0
+    assert score(ex, '{"name": "get_weather", "arguments": {"city": "Porto", "days": 20}}', False)[0] == 0.0
     assert score(ex, "not json", False) == (0.0, False)
+
+
+def test_a_default_written_out_is_the_same_call():
+    """The tool receives the same arguments whether a default is written out or left to apply."""
+    from structgen.train.data.tool_calls import spec
+
+    gold = {"name": "get_weather", "arguments": {"city": "Porto", "days": 2}}
+    ex = _ex("tool", json.dumps(gold), gold, spec())
+    written = '{"name": "get_weather", "arguments": {"city": "Porto", "unit": "celsius", "days": 2}}'
+    assert score(ex, written, True) == (1.0, False)  # the same call, not the same text
+    flight = {"name": "search_flights", "arguments": {"origin": "LIS", "destination": "OPO", "date": "2026-03-01",
+                                                      "cabin": "economy"}}
+    ex = _ex("tool", json.dumps(flight), flight, spec())
+    assert score(ex, json.dumps({**flight, "arguments": {**flight["arguments"], "passengers": 1}}), True)[0] == 1.0
+    unstated = {k: v for k, v in flight["arguments"].items() if k != "cabin"}
+    assert score(ex, json.dumps({**flight, "arguments": unstated}), True)[0] == 1.0
+    assert score(ex, json.dumps({**flight, "arguments": {**unstated, "passengers": 2}}), True)[0] == 0.0
+
+
+def test_same_call_fills_the_defaults_of_a_schema_tool():
+    from structgen.agent.tools import Tool, tool_call_spec
+    from structgen.train.evaluate import same_call
+
+    t = Tool("ping", "Ping a host.", {"type": "object", "properties": {
+        "host": {"type": "string"}, "count": {"type": "integer", "default": 4}}, "required": ["host"]})
+    s = tool_call_spec([t])
+    gold = {"name": "ping", "arguments": {"host": "a.example"}}
+    assert same_call(s, {"name": "ping", "arguments": {"host": "a.example", "count": 4}}, gold)
+    assert not same_call(s, {"name": "ping", "arguments": {"host": "a.example", "count": 5}}, gold)
+    assert not same_call(s, {"name": "ping", "arguments": {"host": 7}}, gold)  # not a valid call
 
 
 def test_sql_execution_accuracy_on_the_shop_database(shop_db):

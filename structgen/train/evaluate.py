@@ -8,8 +8,9 @@ Modes (one model, the same prompts):
 
 Scores per family: **validity** (every validator of the spec passes) and **fallback** (the share of answers
 a last resort wrote after the repair rounds ran out: SQL's strict fallback, its cut or its finisher); the family's
-**accuracy** — tool calls: exact match (name and every argument); JSON extraction: field accuracy (share of
-the gold object's leaves reproduced exactly, missing and extra fields count as wrong); SQL: execution
+**accuracy** — tool calls: exact match (the same tool, and every argument the tool receives the same once its
+defaults apply: ``same_call``); JSON extraction: field accuracy (share of the gold object's leaves
+reproduced exactly, missing and extra fields count as wrong); SQL: execution
 accuracy (the same rows as the gold query on the shop database, as a multiset unless the gold query orders
 them); alert rules: semantically equal (equal canonical forms) — and **exact** (the text equals the target).
 Speed: ``nfe`` per output token, the share of output tokens forced by the constraint (no model call), output
@@ -117,6 +118,28 @@ def field_accuracy(got: Any, gold: Any) -> float:
     return sum(1 for k in keys if k in want and k in have and _same(have[k], want[k])) / len(keys)
 
 
+def same_call(spec, got: Any, gold: Any) -> bool:
+    """``got`` is the ``gold`` call as the tool receives it: a valid call of ``spec``'s tools with the same
+    name and the same arguments once the tool's defaults apply. ``"unit": "celsius"`` written out and left
+    to its default are the same call of ``get_weather``; any other difference in a value is not."""
+    try:
+        have, want = spec.parse(got), spec.parse(gold)
+    except StructgenError:
+        return False
+    return have.name == want.name and resolved_arguments(have) == resolved_arguments(want)
+
+
+def resolved_arguments(call) -> dict:
+    """The arguments ``call``'s tool receives: its pydantic model's fields with defaults filled (as JSON
+    values), or, for a tool given as a JSON Schema, the arguments plus each missing property's ``default``."""
+    tool = call.tool
+    if tool is not None and tool.model is not None:
+        return call.parsed.model_dump(mode="json")
+    props = (tool.schema.get("properties") or {}) if tool is not None else {}
+    return {**{k: p["default"] for k, p in props.items() if isinstance(p, dict) and "default" in p},
+            **call.arguments}
+
+
 def _rows(database, sql: str):
     from ..sql import run_query
 
@@ -136,10 +159,7 @@ def score(example, text: str, valid: bool) -> tuple[float, bool]:
             return 0.0, False
         if fam == "json":
             return field_accuracy(got, example.gold), exact
-        ok = isinstance(got, dict) and got.get("name") == example.gold["name"] and \
-            field_accuracy(got.get("arguments"), example.gold["arguments"]) == 1.0 and \
-            set(got) == {"name", "arguments"}
-        return float(ok), exact
+        return float(same_call(example.spec, got, example.gold)), exact
     if fam == "sql":
         database = example.spec.database
         try:
