@@ -275,6 +275,8 @@ def eval_(
                               help="heldout (templates never seen in training) or train (how well they were fitted)."),
     block_length: int = _BLOCK,
     engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar (constrained modes)."),
+    stutter_gap: int = typer.Option(2, "--stutter-gap", help="A word repeated this close among one step's "
+                                    "commits waits for the next model call (0: off, plain threshold commits)."),
     device: Optional[str] = _DEVICE,
 ) -> None:
     """Score a model on the held-out split of every task family: constrained decoding beside unconstrained
@@ -306,11 +308,11 @@ def eval_(
                 bar.update(task, advance=1, description=f"eval {s.family}/{s.mode}")
 
             rows = evaluate(gen.model, families=fams, n=n, seed=seed, modes=mode_list, block_length=block_length,
-                            split=split, on_example=tick, engine=engine)
+                            split=split, on_example=tick, engine=engine, stutter_gap=stutter_gap)
         which = "Held-out" if split == "heldout" else "Train-split"
         title = f"{which} evaluation of {getattr(gen.model, 'name', model or 'the default model')}"
         meta = {"model": model or "default", "n": n, "seed": seed, "split": split, "block_length": block_length,
-                "engine": engine, "machine": platform.platform(), "threads": __import__("torch").get_num_threads()}
+                "engine": engine, "stutter_gap": stutter_gap, "machine": platform.platform(), "threads": __import__("torch").get_num_threads()}
         paths = write_report(rows, out_dir, title=title, meta=meta)
     except sg.StructgenError as e:
         err.print(f"[red]error:[/] {e}")

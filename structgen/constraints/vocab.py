@@ -12,6 +12,7 @@ import threading
 from functools import cached_property
 
 import numpy as np
+import torch
 
 from ..errors import CompileError
 
@@ -92,6 +93,13 @@ class TokenVocab:
         import llguidance.hf
 
         return llguidance.hf.from_tokenizer(self.tokenizer, n_vocab=self.size, eos_token=self.eos_id)
+
+    @cached_property
+    def worded(self) -> torch.Tensor:
+        """BoolTensor[size]: tokens with a letter in them (a word, a name, a code), the ones a parallel
+        decoder may stutter (``sampler.policy``); digits, spaces and punctuation repeat legitimately."""
+        return torch.tensor([any(ch.isalpha() for ch in b.decode("utf-8", errors="ignore"))
+                             for b in self.token_bytes], dtype=torch.bool)
 
     @classmethod
     def of(cls, tokenizer, size: int | None = None, **kw) -> "TokenVocab":

@@ -45,17 +45,18 @@ class Generator:
 
     Settings (all may be overridden per call): ``block_length`` (semi-autoregressive blocks),
     ``threshold`` (Fast-dLLM confidence threshold) or ``tokens_per_step`` (fixed commits per step),
-    ``temperature`` (0 = greedy) and ``seed``, ``max_repair_rounds``, ``engine``
-    ("auto" | "automaton" | "grammar").
+    ``stutter_gap`` (a word token repeated that close within one step's commits waits for the next call;
+    0 = off, ``sampler.policy``), ``temperature`` (0 = greedy) and ``seed``, ``max_repair_rounds``,
+    ``engine`` ("auto" | "automaton" | "grammar").
     """
 
     def __init__(self, model, *, block_length: int = 32, threshold: float | None = 0.9,
-                 tokens_per_step: int | None = None, temperature: float = 0.0, seed: int | None = 0,
-                 max_repair_rounds: int = 3, engine: str = "auto"):
+                 tokens_per_step: int | None = None, stutter_gap: int = 2, temperature: float = 0.0,
+                 seed: int | None = 0, max_repair_rounds: int = 3, engine: str = "auto"):
         self.model = model
         self.settings = dict(block_length=block_length, threshold=threshold, tokens_per_step=tokens_per_step,
-                             temperature=temperature, seed=seed, max_repair_rounds=max_repair_rounds,
-                             engine=engine)
+                             stutter_gap=stutter_gap, temperature=temperature, seed=seed,
+                             max_repair_rounds=max_repair_rounds, engine=engine)
         self._check(self.settings)
         self._vocab = None
 
@@ -68,7 +69,7 @@ class Generator:
             raise ConfigError("max_repair_rounds must be >= 0")
         if s["engine"] not in ENGINES:
             raise ConfigError(f"unknown engine {s['engine']!r}; choose from {', '.join(ENGINES)}")
-        return CommitPolicy(s["block_length"], s["threshold"], s["tokens_per_step"])
+        return CommitPolicy(s["block_length"], s["threshold"], s["tokens_per_step"], s["stutter_gap"])
 
     @property
     def vocab(self):

@@ -54,6 +54,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
     device = canvas.device
     P, T = prompt_ids.shape[0], canvas.shape[0]
     mask_id = model.mask_id
+    worded = model.vocab().worded.to(device) if policy.stutter_gap else None  # the no-stutter rule's tokens
 
     def emit(kind: str, positions: torch.Tensor, note: str = "") -> None:
         stats.steps += 1
@@ -109,7 +110,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         prop = session.propose(canvas, logprobs, window=win, noise=noise, **policy.run_hints())
         prop.eligible[:w0] = False  # commits stay inside the block, whatever the engine proposed
         prop.eligible[w1:] = False
-        pos = policy.choose(prop)
+        pos = policy.choose(prop, worded)
         canvas[pos] = prop.tokens[pos]
         if stats.forced_at is not None:
             stats.forced_at[pos] = False

@@ -7,6 +7,13 @@
 Both work inside LLaDA-style semi-autoregressive blocks: only positions of the first block that still has
 masked positions are eligible. For a frontier engine (``prefix_only``) the commits are a prefix of the
 proposed run.
+
+**No stutter** (``stutter_gap``): one model call scores every masked position from the same canvas, so two
+positions a token or two apart can both propose the token that belongs at one of them — the parallel
+decoder's stutter (``"C:\\UsersSørenSøren\\DesktopDesktop..."``). Among one step's commits, a token with a
+letter in it (``worded``: digits, spaces and punctuation repeat legitimately, as in ``20:20``) equal to a
+more confident commit at most ``stutter_gap`` positions away waits for the next call, which sees the first
+one. Forced tokens never come through here, and every step still commits its most confident pick.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ class CommitPolicy:
     block_length: int = 32
     threshold: float | None = 0.9
     tokens_per_step: int | None = None
+    stutter_gap: int = 2  # 0 = off (see the module docstring)
 
     def __post_init__(self):
         if self.block_length < 1:
@@ -34,6 +42,8 @@ class CommitPolicy:
             raise ConfigError(f"threshold must be in (0, 1], got {self.threshold}")
         if self.tokens_per_step is not None and self.tokens_per_step < 1:
             raise ConfigError(f"tokens_per_step must be >= 1, got {self.tokens_per_step}")
+        if isinstance(self.stutter_gap, bool) or not isinstance(self.stutter_gap, int) or self.stutter_gap < 0:
+            raise ConfigError(f"stutter_gap must be an integer >= 0, got {self.stutter_gap!r}")
 
     def window(self, masked: torch.Tensor) -> tuple[int, int]:
         """The current block: [start, end) of the first block that still has masked positions."""
@@ -52,8 +62,10 @@ class CommitPolicy:
             return {"stop_below": None, "run_limit": self.tokens_per_step}
         return {"stop_below": self.threshold, "run_limit": None}
 
-    def choose(self, prop: Proposal) -> torch.Tensor:
-        """LongTensor of positions to commit (never empty when something is eligible)."""
+    def choose(self, prop: Proposal, worded: torch.Tensor | None = None) -> torch.Tensor:
+        """LongTensor of positions to commit (never empty when something is eligible); ``worded`` (BoolTensor
+        over the vocabulary, ``TokenVocab.worded``) marks the tokens the no-stutter rule applies to (None:
+        the rule is off)."""
         idx = torch.nonzero(prop.eligible)[:, 0]
         if len(idx) == 0:
             return idx
@@ -66,10 +78,37 @@ class CommitPolicy:
                 below = torch.nonzero(conf < self.threshold)
                 n = int(below[0, 0]) if len(below) else len(idx)
                 n = max(1, n)
-            return idx[:n]
+            return idx[: self._unstuttered_run(prop.tokens[idx[:n]], worded)]
         if self.tokens_per_step is not None:
             k = min(self.tokens_per_step, len(idx))
-            return idx[conf.topk(k).indices]
-        pick = conf >= self.threshold
-        pick[conf.argmax()] = True
-        return idx[pick]
+            pick = idx[conf.topk(k).indices]
+        else:
+            keep = conf >= self.threshold
+            keep[conf.argmax()] = True
+            pick = idx[keep]
+        return self._unstuttered(pick, prop.tokens[pick], prop.confidence[pick], worded)
+
+    def _unstuttered(self, pos: torch.Tensor, tokens: torch.Tensor, conf: torch.Tensor,
+                     worded: torch.Tensor | None) -> torch.Tensor:
+        """``pos`` without each commit whose worded token a more confident commit (ties: the earlier
+        position) repeats at most ``stutter_gap`` positions away."""
+        if worded is None or self.stutter_gap == 0 or len(pos) < 2:
+            return pos
+        near = (pos[:, None] - pos[None, :]).abs() <= self.stutter_gap
+        same = (tokens[:, None] == tokens[None, :]) & worded[tokens][None, :]
+        rank = torch.arange(len(pos), device=pos.device)
+        beats = (conf[:, None] > conf[None, :]) | ((conf[:, None] == conf[None, :]) & (pos[:, None] < pos[None, :]))
+        beaten = (near & same & beats & (rank[:, None] != rank[None, :])).any(dim=0)
+        return pos[~beaten]
+
+    def _unstuttered_run(self, tokens: torch.Tensor, worded: torch.Tensor | None) -> int:
+        """The length of the longest prefix of a contiguous run in which no worded token repeats one within
+        ``stutter_gap`` positions (at least 1)."""
+        g = self.stutter_gap if worded is not None else 0
+        if g == 0 or len(tokens) < 2:
+            return len(tokens)
+        back = torch.zeros(len(tokens), dtype=torch.bool, device=tokens.device)
+        for d in range(1, g + 1):  # back[k]: tokens[k] == tokens[k - d] for some d (never at k = 0)
+            back[d:] |= tokens[d:] == tokens[:-d]
+        bad = torch.nonzero(back & worded[tokens])
+        return int(bad[0, 0]) if len(bad) else len(tokens)

@@ -184,11 +184,12 @@ def score(example, text: str, valid: bool) -> tuple[float, bool]:
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
              seed: int = 1234, modes: Iterable[str] = tuple(MODES), block_length: int = 32,
              split: str = "heldout", on_example: Callable[[Scored], None] | None = None,
-             engine: str = "auto") -> list[Row]:
+             engine: str = "auto", stutter_gap: int = 2) -> list[Row]:
     """Decode ``n`` examples of ``split`` (held-out templates by default; ``"train"`` measures how well the
     training templates were fitted) per family under each mode and score them (see the module doc).
     ``engine`` is the constrained modes' engine ("auto", "automaton" or "grammar"; unconstrained decoding
-    always uses the automaton for its any-text language)."""
+    always uses the automaton for its any-text language); ``stutter_gap`` is the sampler's no-stutter rule
+    (``sampler.policy``; 0 = plain threshold commits)."""
     from ..sampler import Generator
     from .data import examples as family_examples
 
@@ -196,7 +197,7 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise StructgenError(f"unknown eval mode(s) {unknown}; choose from {list(MODES)}")
-    gen = Generator(model, block_length=block_length, engine=engine)
+    gen = Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap)
     rows: list[Row] = []
     for fam in families:
         exs = family_examples(fam, split, n, seed)

@@ -1,0 +1,103 @@
+"""The commit policy's no-stutter rule: within one step, a word token repeated a position or two away from a
+more confident commit of the same token waits for the next model call (``sampler.policy``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import structgen as sg
+from structgen.constraints.base import Proposal
+from structgen.errors import ConfigError
+from structgen.sampler.policy import CommitPolicy
+
+WORD, DIGIT, OTHER = 1, 2, 3
+WORDED = torch.tensor([False, True, False, True])  # token 1 and 3 are words, 2 is a digit
+
+
+def _prop(tokens, conf, prefix_only=False):
+    t = torch.tensor(tokens)
+    return Proposal(t, torch.tensor(conf), torch.ones(len(tokens), dtype=torch.bool), prefix_only)
+
+
+def test_a_repeated_word_waits_and_the_more_confident_one_commits():
+    p = CommitPolicy(8, threshold=0.9)
+    prop = _prop([WORD, WORD, OTHER, DIGIT, DIGIT], [0.95, 0.97, 0.99, 0.95, 0.96])
+    assert p.choose(prop, WORDED).tolist() == [1, 2, 3, 4]  # position 0 waits; digits repeat legitimately
+    assert p.choose(prop).tolist() == [0, 1, 2, 3, 4]  # no vocabulary: the rule is off
+    assert CommitPolicy(8, threshold=0.9, stutter_gap=0).choose(prop, WORDED).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_only_repeats_within_the_gap_wait():
+    prop = _prop([WORD, DIGIT, DIGIT, WORD, OTHER], [0.99, 0.95, 0.95, 0.98, 0.5])
+    assert CommitPolicy(8, threshold=0.9).choose(prop, WORDED).tolist() == [0, 1, 2, 3]  # 3 apart
+    assert CommitPolicy(8, threshold=0.9, stutter_gap=3).choose(prop, WORDED).tolist() == [0, 1, 2]
+    ties = _prop([OTHER, OTHER], [0.95, 0.95])
+    assert CommitPolicy(8, threshold=0.9).choose(ties, WORDED).tolist() == [0]  # a tie: the earlier one
+
+
+def test_every_step_still_commits_its_most_confident_pick():
+    prop = _prop([WORD, WORD, WORD], [0.4, 0.6, 0.5])
+    assert CommitPolicy(8, threshold=0.9).choose(prop, WORDED).tolist() == [1]
+    k = CommitPolicy(8, threshold=None, tokens_per_step=3).choose(prop, WORDED)
+    assert k.tolist() == [1]
+    assert CommitPolicy(8, threshold=None, tokens_per_step=1).choose(prop, WORDED).tolist() == [1]
+
+
+def test_a_frontier_run_stops_before_its_first_stutter():
+    p = CommitPolicy(8, threshold=0.9)
+    run = _prop([OTHER, DIGIT, DIGIT, WORD, OTHER, WORD, WORD], [0.99] * 7, prefix_only=True)
+    assert p.choose(run, WORDED).tolist() == [0, 1, 2, 3, 4]  # the word at 5 repeats 3's; digits pass
+    assert p.choose(run).tolist() == list(range(7))
+    first = _prop([WORD, WORD], [0.99, 0.99], prefix_only=True)
+    assert p.choose(first, WORDED).tolist() == [0]  # never empty
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True])
+def test_stutter_gap_is_checked(bad):
+    with pytest.raises(ConfigError, match="stutter_gap"):
+        CommitPolicy(8, threshold=0.9, stutter_gap=bad)
+
+
+def test_token_vocab_marks_the_tokens_with_letters(tok4k):
+    v = sg.models.RandomLogits(tok4k).vocab()
+    w = v.worded
+    assert w.dtype == torch.bool and w.shape == (v.size,)
+    for text, want in (("Maria", True), ("Søren", True), ("2025", False), (", ", False), ("\"", False)):
+        ids = v.encode(text)
+        assert bool(w[ids].any()) is want, text
+    assert not bool(w[v.eos_id]) and not bool(w[v.mask_id])
+
+
+class Stutterer(sg.models.RandomLogits):
+    """Wants ``first`` at canvas positions 0 and 1 while both are masked (0 more strongly): the parallel
+    stutter. Once position 0 holds ``first``, it wants ``second`` at position 1; EOS after."""
+
+    def __init__(self, tokenizer, first: int, second: int):
+        super().__init__(tokenizer, seed=0)
+        self.first, self.second, self.prompt_len = first, second, 0
+
+    def encode_prompt(self, prompt):
+        ids = super().encode_prompt(prompt)
+        self.prompt_len = len(ids)
+        return ids
+
+    def _logits(self, ids, attention_mask):
+        out = super()._logits(ids, attention_mask)
+        p = self.prompt_len
+        out[:, p, self.first] += 30
+        sees_first = ids[:, p] == self.first
+        out[sees_first, p + 1, self.second] += 30
+        out[~sees_first, p + 1, self.first] += 28
+        out[:, p + 2:, self.eos_id] += 30
+        return out
+
+
+def test_the_generator_writes_the_word_after_the_committed_one(tok4k):
+    (name,), (city,) = tok4k.encode("name", add_special_tokens=False), tok4k.encode("city", add_special_tokens=False)
+    gen = sg.Generator(Stutterer(tok4k, name, city))
+    spec = sg.Regex(r"[A-Za-z]+")
+    r = gen.generate("name?", spec, max_tokens=8)
+    assert r.text == "namecity" and r.nfe == 2
+    plain = gen.generate("name?", spec, max_tokens=8, stutter_gap=0)
+    assert plain.text == "namename" and plain.nfe == 1
