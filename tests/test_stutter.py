@@ -59,11 +59,12 @@ def test_stutter_gap_is_checked(bad):
         CommitPolicy(8, threshold=0.9, stutter_gap=bad)
 
 
-def test_token_vocab_marks_the_tokens_with_letters(tok4k):
+def test_token_vocab_marks_the_tokens_with_three_letters(tok4k):
     v = sg.models.RandomLogits(tok4k).vocab()
     w = v.worded
     assert w.dtype == torch.bool and w.shape == (v.size,)
-    for text, want in (("Maria", True), ("Søren", True), ("2025", False), (", ", False), ("\"", False)):
+    for text, want in (("name", True), ("city", True), ("a", False), ("2025", False), (", ", False),
+                       ("\"", False)):
         ids = v.encode(text)
         assert bool(w[ids].any()) is want, text
     assert not bool(w[v.eos_id]) and not bool(w[v.mask_id])
@@ -101,3 +102,57 @@ def test_the_generator_writes_the_word_after_the_committed_one(tok4k):
     assert r.text == "namecity" and r.nfe == 2
     plain = gen.generate("name?", spec, max_tokens=8, stutter_gap=0)
     assert plain.text == "namename" and plain.nfe == 1
+
+
+def test_a_masked_position_beside_a_committed_word_scores_it_far_lower():
+    p = CommitPolicy(8, threshold=0.9)
+    canvas = torch.tensor([WORD, -1, DIGIT, -1, -1, -1])
+    scores = torch.zeros(6, 4)
+    p.suppress_echoes(scores, canvas, (0, 6), WORDED)
+    assert scores[1, WORD] < -1000 and scores[1, DIGIT] == 0  # a digit may repeat
+    assert scores[3, WORD] == 0  # three positions away
+    assert scores[5].eq(0).all() and scores[0].eq(0).all()  # nothing near / committed rows untouched
+    p.suppress_echoes(scores := torch.zeros(6, 4), canvas, (2, 6), WORDED)
+    assert scores[1].eq(0).all()  # outside the window
+    CommitPolicy(8, threshold=0.9, stutter_gap=0).suppress_echoes(scores := torch.zeros(6, 4), canvas, (0, 6), WORDED)
+    assert scores.eq(0).all()
+
+
+def test_a_word_the_prompt_repeats_is_exempt():
+    p = CommitPolicy(8, threshold=0.9)
+    prompt = torch.tensor([OTHER, WORD, DIGIT, WORD])  # WORD twice, two apart: "Bora Bora"
+    assert p.stutter_tokens(WORDED, prompt).tolist() == [False, False, False, True]
+    assert p.stutter_tokens(WORDED, torch.tensor([WORD, DIGIT, OTHER, WORD])).tolist() == WORDED.tolist()
+    assert CommitPolicy(8, threshold=0.9, stutter_gap=3).stutter_tokens(
+        WORDED, torch.tensor([WORD, DIGIT, OTHER, WORD])).tolist() == [False, False, False, True]
+
+
+class Echoer(sg.models.RandomLogits):
+    """Wants ``first`` at canvas position 0, and at position 1 ``first`` again (the echo) above ``second``."""
+
+    def __init__(self, tokenizer, first: int, second: int):
+        super().__init__(tokenizer, seed=0)
+        self.first, self.second, self.prompt_len = first, second, 0
+
+    def encode_prompt(self, prompt):
+        ids = super().encode_prompt(prompt)
+        self.prompt_len = len(ids)
+        return ids
+
+    def _logits(self, ids, attention_mask):
+        out = super()._logits(ids, attention_mask)
+        p = self.prompt_len
+        out[:, p, self.first] += 30
+        out[:, p + 1, self.first] += 30
+        out[:, p + 1, self.second] += 25
+        out[:, p + 2:, self.eos_id] += 30
+        return out
+
+
+def test_the_generator_does_not_echo_a_committed_word_unless_the_prompt_does(tok4k):
+    (name,), (city,) = tok4k.encode("name", add_special_tokens=False), tok4k.encode("city", add_special_tokens=False)
+    gen = sg.Generator(Echoer(tok4k, name, city))
+    spec = sg.Regex(r"[a-z]+")
+    assert gen.generate("which?", spec, max_tokens=8).text == "namecity"
+    assert gen.generate("which?", spec, max_tokens=8, stutter_gap=0).text == "namename"
+    assert gen.generate("name-name?", spec, max_tokens=8).text == "namename"  # the request repeats it

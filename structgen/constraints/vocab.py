@@ -96,9 +96,10 @@ class TokenVocab:
 
     @cached_property
     def worded(self) -> torch.Tensor:
-        """BoolTensor[size]: tokens with a letter in them (a word, a name, a code), the ones a parallel
-        decoder may stutter (``sampler.policy``); digits, spaces and punctuation repeat legitimately."""
-        return torch.tensor([any(ch.isalpha() for ch in b.decode("utf-8", errors="ignore"))
+        """BoolTensor[size]: tokens with at least three letters in them (a word, a name, a code), the ones
+        a parallel decoder may stutter (``sampler.policy``); digits, spaces and punctuation repeat
+        legitimately, and so do the one- and two-letter pieces a rare word is cut into (``pa s s wd``)."""
+        return torch.tensor([sum(ch.isalpha() for ch in b.decode("utf-8", errors="ignore")) >= 3
                              for b in self.token_bytes], dtype=torch.bool)
 
     @classmethod

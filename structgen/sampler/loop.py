@@ -54,7 +54,8 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
     device = canvas.device
     P, T = prompt_ids.shape[0], canvas.shape[0]
     mask_id = model.mask_id
-    worded = model.vocab().worded.to(device) if policy.stutter_gap else None  # the no-stutter rule's tokens
+    # the tokens the no-stutter rule applies to: words, unless the prompt repeats them itself
+    worded = policy.stutter_tokens(model.vocab().worded.to(device), prompt_ids) if policy.stutter_gap else None
 
     def emit(kind: str, positions: torch.Tensor, note: str = "") -> None:
         stats.steps += 1
@@ -96,6 +97,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         stats.nfe += 1
         # the model's distribution (and sampling noise) for the block rows only; the engines read no other
         logprobs = logits if logits.dtype == torch.float32 else logits.float()
+        policy.suppress_echoes(logprobs, canvas, win, worded)  # no word next to the same committed word
         logprobs[w0:w1] = torch.log_softmax(logprobs[w0:w1], dim=-1)
         noise = None
         if temperature > 0 or penalty is not None:

@@ -10,10 +10,15 @@ proposed run.
 
 **No stutter** (``stutter_gap``): one model call scores every masked position from the same canvas, so two
 positions a token or two apart can both propose the token that belongs at one of them — the parallel
-decoder's stutter (``"C:\\UsersSørenSøren\\DesktopDesktop..."``). Among one step's commits, a token with a
-letter in it (``worded``: digits, spaces and punctuation repeat legitimately, as in ``20:20``) equal to a
-more confident commit at most ``stutter_gap`` positions away waits for the next call, which sees the first
-one. Forced tokens never come through here, and every step still commits its most confident pick.
+decoder's stutter (``"C:\\UsersSørenSøren\\DesktopDesktop..."``) — and a gap left beside a committed word
+is filled with that word again. The rule applies to tokens of three or more letters (``TokenVocab.worded``:
+digits, punctuation and the short pieces a rare word is cut into repeat legitimately, as in ``20:20`` and
+``pa s s wd``) that the prompt does not itself repeat that closely
+(:meth:`CommitPolicy.stutter_tokens`): among one step's commits, such a token equal to a more confident
+commit at most ``stutter_gap`` positions away waits for the next call (:meth:`CommitPolicy.choose`), and a
+masked position scores such a token committed that close far lower (:meth:`CommitPolicy.suppress_echoes`).
+Forced tokens never come through here, and every step still commits its most confident pick, so the rule
+changes which text a model writes, never whether it is valid.
 """
 
 from __future__ import annotations
@@ -22,8 +27,11 @@ from dataclasses import dataclass
 
 import torch
 
-from ..constraints.base import Proposal
+from ..constraints.base import MASK, Proposal
 from ..errors import ConfigError
+
+
+ECHO_PENALTY = 1e4  # logits; far below any real token, finite so the echoed tokens keep their order
 
 
 @dataclass(frozen=True)
@@ -64,7 +72,7 @@ class CommitPolicy:
 
     def choose(self, prop: Proposal, worded: torch.Tensor | None = None) -> torch.Tensor:
         """LongTensor of positions to commit (never empty when something is eligible); ``worded`` (BoolTensor
-        over the vocabulary, ``TokenVocab.worded``) marks the tokens the no-stutter rule applies to (None:
+        over the vocabulary, :meth:`stutter_tokens`) marks the tokens the no-stutter rule applies to (None:
         the rule is off)."""
         idx = torch.nonzero(prop.eligible)[:, 0]
         if len(idx) == 0:
@@ -87,6 +95,41 @@ class CommitPolicy:
             keep[conf.argmax()] = True
             pick = idx[keep]
         return self._unstuttered(pick, prop.tokens[pick], prop.confidence[pick], worded)
+
+    def stutter_tokens(self, worded: torch.Tensor, prompt_ids: torch.Tensor) -> torch.Tensor:
+        """The tokens the no-stutter rule applies to for one request: ``worded`` (``TokenVocab.worded``)
+        less every token the prompt itself repeats within ``stutter_gap`` positions, so a value the request
+        spells that way is copied as it is (``Mississippi`` is ``M iss iss ip p i``, ``Bora Bora`` a word,
+        a space and the word again)."""
+        out = worded.clone()
+        prompt_ids = prompt_ids.to(worded.device)
+        for d in range(1, min(self.stutter_gap, len(prompt_ids) - 1) + 1):
+            out[prompt_ids[d:][prompt_ids[d:] == prompt_ids[:-d]]] = False
+        return out
+
+    def suppress_echoes(self, scores: torch.Tensor, canvas: torch.Tensor, window: tuple[int, int],
+                        worded: torch.Tensor | None) -> None:
+        """In place, before the constraint sees ``scores`` (the model's logits, canvas rows): at each masked
+        position of ``window``, every worded token already committed at most ``stutter_gap`` positions away
+        scores ``ECHO_PENALTY`` lower. The model's copy pointer fills a gap next to a committed word with
+        that word (``Søren`` committed, the ``\\`` before it written ``Søren`` too); the penalty leaves
+        the order of the echoed tokens among themselves, so a grammar that allows nothing else still
+        decodes, and such a pick never reaches the threshold (it commits only as a step's one best)."""
+        g = self.stutter_gap
+        if worded is None or g == 0:
+            return
+        w0, w1 = window
+        rows = w0 + torch.nonzero(canvas[w0:w1] == MASK)[:, 0]
+        T = canvas.shape[0]
+        for d in [*range(-g, 0), *range(1, g + 1)]:
+            nb = rows + d
+            inside = (nb >= 0) & (nb < T)
+            r, tok = rows[inside], canvas[nb[inside]]
+            hit = tok != MASK
+            r, tok = r[hit], tok[hit]
+            hit = worded[tok]
+            r, tok = r[hit], tok[hit]
+            scores[r, tok] = scores[r, tok] - ECHO_PENALTY
 
     def _unstuttered(self, pos: torch.Tensor, tokens: torch.Tensor, conf: torch.Tensor,
                      worded: torch.Tensor | None) -> torch.Tensor:
