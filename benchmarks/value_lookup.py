@@ -5,9 +5,10 @@ the canvas with its EOS tail; one answer token at a time is masked and the model
 with the gold token. Tokens are counted in two classes, both inside the answer's *values* (not keys or
 punctuation) and with a letter or digit in them:
 
-* **converted**: the token's text does not occur in the prompt (the month ``07`` of ``2027-07-02`` for "2 July
-  2027", ``SEK`` for "Swedish kronor", ``16`` for "4:30 pm", ``+09`` for "UTC+9");
-* **copied**: it does.
+* **converted**: the run of letters and digits the token belongs to is not a run of the prompt (the month
+  ``07`` and the day ``02`` of ``2027-07-02`` for "2 July 2027", ``SEK`` for "Swedish kronor", ``16`` for
+  "4:30 pm");
+* **copied**: it is (``Dentist``, ``2027``, ``Søren`` of ``C:\\Users\\Søren``), however the tokenizer cuts it.
 
 Everything else of the answer is visible, so this isolates the lookup from decoding order and from the
 other values: the shipped model (run 11) gets about 1 month in 60 right this way on its own training
@@ -54,13 +55,26 @@ def value_tokens(tok, example) -> list[tuple[int, str, bool, bool]]:
         if at >= 0:
             spans.append((at, at + len(text)))
             start = at + len(text)
+    runs = set(RUN.findall(prompt))
     out = []
     for i, (a, b) in enumerate(enc["offset_mapping"]):
         piece = target[a:b].strip()
         if piece and any(ch.isalnum() for ch in piece) and any(s <= a and b <= e for s, e in spans):
             month = bool(re.fullmatch(r"\d{4}-", target[max(0, a - 5):a])) and target[b:b + 1] == "-"
-            out.append((i, piece, piece not in prompt, month))
+            out.append((i, piece, not all(r in runs for r in _runs_at(target, a, b)), month))
     return out
+
+
+RUN = re.compile(r"[^\W_]+")  # a run of letters and digits
+
+
+def _runs_at(text: str, a: int, b: int) -> list[str]:
+    """The runs of letters and digits that ``text[a:b]`` (a token) touches, each whole."""
+    while a > 0 and text[a - 1].isalnum():
+        a -= 1
+    while b < len(text) and text[b].isalnum():
+        b += 1
+    return RUN.findall(text[a:b])
 
 
 def main() -> None:

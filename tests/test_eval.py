@@ -123,3 +123,25 @@ def test_the_fallback_column_counts_answers_the_strict_grammar_wrote(tok4k):
     assert by["constrained"].valid == 1.0 and by["constrained"].fallback == 1.0
     assert by["unconstrained"].valid == 0.0 and by["unconstrained"].fallback == 0.0
     assert by["constrained"].examples[0].fallback and "fallback" in by["constrained"].as_dict()
+
+
+def test_value_lookup_tells_converted_values_from_copied_ones(tok4k):
+    """benchmarks/value_lookup.py's classes: a value token the request shows is copied, one it states in
+    other words (the month of "2 July 2027") is converted; keys and punctuation are neither."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "value_lookup.py"
+    spec = importlib.util.spec_from_file_location("value_lookup", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    gold = {"name": "create_event", "arguments": {"title": "Dentist", "date": "2027-07-02", "start_time": "16:30"}}
+    ex = SimpleNamespace(family="tool", prompt="Dentist on 2 July 2027 at 16:30, please.",
+                         target=json.dumps(gold), gold=gold)
+    slots = {text: (converted, month) for _, text, converted, month in bench.value_tokens(tok4k, ex)}
+    assert slots["07"] == (True, True)  # the month, stated as a name
+    assert slots["02"] == (True, False)  # "2 July": the day is padded
+    assert slots["16"] == slots["30"] == (False, False)  # copied
+    dentist = [v for t, v in slots.items() if t in "Dentist"]  # however the tokenizer cuts the word
+    assert dentist and all(v == (False, False) for v in dentist)
+    assert not {"create", "ate", "title", "date"} & set(slots)  # the tool's name and the keys are not values
