@@ -70,9 +70,8 @@ def test_token_vocab_marks_the_tokens_with_three_letters(tok4k):
     assert not bool(w[v.eos_id]) and not bool(w[v.mask_id])
 
 
-class Stutterer(sg.models.RandomLogits):
-    """Wants ``first`` at canvas positions 0 and 1 while both are masked (0 more strongly): the parallel
-    stutter. Once position 0 holds ``first``, it wants ``second`` at position 1; EOS after."""
+class TwoWords(sg.models.RandomLogits):
+    """Random logits that know where the canvas starts; subclasses steer ``first`` and ``second`` there."""
 
     def __init__(self, tokenizer, first: int, second: int):
         super().__init__(tokenizer, seed=0)
@@ -82,6 +81,17 @@ class Stutterer(sg.models.RandomLogits):
         ids = super().encode_prompt(prompt)
         self.prompt_len = len(ids)
         return ids
+
+
+def _words(tok) -> tuple[int, int]:
+    """The single-token words ``name`` and ``city`` of ``tok``."""
+    (name,), (city,) = tok.encode("name", add_special_tokens=False), tok.encode("city", add_special_tokens=False)
+    return name, city
+
+
+class Stutterer(TwoWords):
+    """Wants ``first`` at canvas positions 0 and 1 while both are masked (0 more strongly): the parallel
+    stutter. Once position 0 holds ``first``, it wants ``second`` at position 1; EOS after."""
 
     def _logits(self, ids, attention_mask):
         out = super()._logits(ids, attention_mask)
@@ -95,8 +105,7 @@ class Stutterer(sg.models.RandomLogits):
 
 
 def test_the_generator_writes_the_word_after_the_committed_one(tok4k):
-    (name,), (city,) = tok4k.encode("name", add_special_tokens=False), tok4k.encode("city", add_special_tokens=False)
-    gen = sg.Generator(Stutterer(tok4k, name, city))
+    gen = sg.Generator(Stutterer(tok4k, *_words(tok4k)))
     spec = sg.Regex(r"[A-Za-z]+")
     r = gen.generate("name?", spec, max_tokens=8)
     assert r.text == "namecity" and r.nfe == 2
@@ -127,17 +136,8 @@ def test_a_word_the_prompt_repeats_is_exempt():
         WORDED, torch.tensor([WORD, DIGIT, OTHER, WORD])).tolist() == [False, False, False, True]
 
 
-class Echoer(sg.models.RandomLogits):
+class Echoer(TwoWords):
     """Wants ``first`` at canvas position 0, and at position 1 ``first`` again (the echo) above ``second``."""
-
-    def __init__(self, tokenizer, first: int, second: int):
-        super().__init__(tokenizer, seed=0)
-        self.first, self.second, self.prompt_len = first, second, 0
-
-    def encode_prompt(self, prompt):
-        ids = super().encode_prompt(prompt)
-        self.prompt_len = len(ids)
-        return ids
 
     def _logits(self, ids, attention_mask):
         out = super()._logits(ids, attention_mask)
@@ -150,8 +150,7 @@ class Echoer(sg.models.RandomLogits):
 
 
 def test_the_generator_does_not_echo_a_committed_word_unless_the_prompt_does(tok4k):
-    (name,), (city,) = tok4k.encode("name", add_special_tokens=False), tok4k.encode("city", add_special_tokens=False)
-    gen = sg.Generator(Echoer(tok4k, name, city))
+    gen = sg.Generator(Echoer(tok4k, *_words(tok4k)))
     spec = sg.Regex(r"[a-z]+")
     assert gen.generate("which?", spec, max_tokens=8).text == "namecity"
     assert gen.generate("which?", spec, max_tokens=8, stutter_gap=0).text == "namename"
