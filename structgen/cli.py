@@ -289,12 +289,15 @@ def eval_(
 
     import structgen as sg
     from structgen.train.eval_report import rich_table, write_report
-    from structgen.train.evaluate import evaluate
+    from structgen.train.evaluate import eval_generator, evaluate
 
     fams = [f.strip() for f in families.split(",") if f.strip()]
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     try:
         gen = _generator(model, device)
+        # every argument is checked before OUT is touched: a typo never empties an earlier run's examples
+        eval_generator(gen.model, families=fams, modes=mode_list, split=split, block_length=block_length,
+                       engine=engine, stutter_gap=stutter_gap)
         total = n * len(fams) * len(mode_list)
         out_dir.mkdir(parents=True, exist_ok=True)
         # every decoded example is appended as it comes: a long run that is stopped keeps what it decoded
@@ -312,7 +315,8 @@ def eval_(
         which = "Held-out" if split == "heldout" else "Train-split"
         title = f"{which} evaluation of {getattr(gen.model, 'name', model or 'the default model')}"
         meta = {"model": model or "default", "n": n, "seed": seed, "split": split, "block_length": block_length,
-                "engine": engine, "stutter_gap": stutter_gap, "machine": platform.platform(), "threads": __import__("torch").get_num_threads()}
+                "engine": engine, "stutter_gap": stutter_gap, "machine": platform.platform(),
+                "threads": __import__("torch").get_num_threads()}
         paths = write_report(rows, out_dir, title=title, meta=meta)
     except sg.StructgenError as e:
         err.print(f"[red]error:[/] {e}")

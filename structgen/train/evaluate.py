@@ -181,6 +181,25 @@ def score(example, text: str, valid: bool) -> tuple[float, bool]:
 # ----------------------------------------------------------------------------------------------------
 
 
+def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], split: str, block_length: int,
+                   engine: str, stutter_gap: int):
+    """The ``Generator`` an evaluation decodes with, once every argument is known to be usable: a bad mode,
+    family, split or sampler setting raises ``StructgenError`` before anything is decoded or written."""
+    from ..sampler import Generator
+    from .data import FAMILIES
+    from .data.base import check_split
+
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise StructgenError(f"unknown eval mode(s) {unknown}; choose from {list(MODES)}")
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise StructgenError(f"unknown task famil{'y' if len(unknown) == 1 else 'ies'} {unknown}; choose from "
+                             f"{list(FAMILIES)}")
+    check_split(split)
+    return Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap)
+
+
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
              seed: int = 1234, modes: Iterable[str] = tuple(MODES), block_length: int = 32,
              split: str = "heldout", on_example: Callable[[Scored], None] | None = None,
@@ -190,14 +209,11 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
     ``engine`` is the constrained modes' engine ("auto", "automaton" or "grammar"; unconstrained decoding
     always uses the automaton for its any-text language); ``stutter_gap`` is the sampler's no-stutter rule
     (``sampler.policy``; 0 = plain threshold commits)."""
-    from ..sampler import Generator
     from .data import examples as family_examples
 
-    modes = list(modes)
-    unknown = [m for m in modes if m not in MODES]
-    if unknown:
-        raise StructgenError(f"unknown eval mode(s) {unknown}; choose from {list(MODES)}")
-    gen = Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap)
+    families, modes = list(families), list(modes)
+    gen = eval_generator(model, families=families, modes=modes, split=split, block_length=block_length,
+                         engine=engine, stutter_gap=stutter_gap)
     rows: list[Row] = []
     for fam in families:
         exs = family_examples(fam, split, n, seed)
