@@ -146,6 +146,7 @@ def sweep(test):
     return test
 
 
+@pytest.mark.timeout(900)  # 28 generations of up to a minute each on a slow 2-core machine (250-300 s seen)
 @settings(max_examples=EXAMPLES * SCALE, deadline=None, derandomize=not RANDOM, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @sweep
