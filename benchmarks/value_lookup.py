@@ -11,8 +11,8 @@ punctuation) and with a letter or digit in them:
 * **copied**: it is (``Dentist``, ``2027``, ``Søren`` of ``C:\\Users\\Søren``), however the tokenizer cuts it.
 
 Everything else of the answer is visible, so this isolates the lookup from decoding order and from the
-other values: the shipped model (run 11) gets about 1 month in 60 right this way on its own training
-templates (training log, run 16), which is what ``structgen train --drill-examples`` is for.
+other values: the shipped model (run 11) gets 1 month in 35 right this way on its own training templates
+(training log, run 16), which is what ``structgen train --drill-examples`` is for.
 
     python benchmarks/value_lookup.py                       # the embedded model
     python benchmarks/value_lookup.py --model DIR -n 60 --json lookup.json
@@ -32,14 +32,12 @@ import _common as C  # noqa: E402
 
 
 def leaf_texts(value) -> list[str]:
-    """The texts of a gold value's leaves as the answer writes them (strings without quotes)."""
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in leaf_texts(v)]
-    if isinstance(value, list):
-        return [t for v in value for t in leaf_texts(v)]
-    if isinstance(value, bool) or value is None:
-        return []
-    return [value if isinstance(value, str) else json.dumps(value)]
+    """The texts of a gold value's leaves as the answer writes them (strings without quotes; no booleans,
+    nulls or empty containers), in order."""
+    from structgen.train.evaluate import _leaves
+
+    return [v if isinstance(v, str) else json.dumps(v) for v in _leaves(value).values()
+            if v is not None and not isinstance(v, (bool, dict, list))]
 
 
 def value_tokens(tok, example) -> list[tuple[int, str, bool, bool]]:
@@ -116,8 +114,10 @@ def main() -> None:
                             logits = model.logits(rows, start=len(prompt))
                         for r, (i, _, converted, month) in enumerate(slots):
                             right = int(logits[r, i].argmax()) == target[i]
-                            for c in [counts[(fam, split, "converted" if converted else "copied")]] + \
-                                    ([months[(fam, split)]] if month and converted else []):
+                            tallies = [counts[(fam, split, "converted" if converted else "copied")]]
+                            if month and converted:
+                                tallies.append(months[(fam, split)])
+                            for c in tallies:
                                 c[0] += right
                                 c[1] += 1
                     bar.advance(task)

@@ -275,8 +275,9 @@ def eval_(
                               help="heldout (templates never seen in training) or train (how well they were fitted)."),
     block_length: int = _BLOCK,
     engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar (constrained modes)."),
-    stutter_gap: int = typer.Option(2, "--stutter-gap", help="A word repeated this close among one step's "
-                                    "commits waits for the next model call (0: off, plain threshold commits)."),
+    stutter_gap: int = typer.Option(2, "--stutter-gap", help="No-stutter rule: a word the model would write "
+                                    "twice this close commits once, unless the prompt repeats it (0: off; "
+                                    "sampler.policy)."),
     device: Optional[str] = _DEVICE,
 ) -> None:
     """Score a model on the held-out split of every task family: constrained decoding beside unconstrained

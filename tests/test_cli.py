@@ -124,7 +124,7 @@ def test_eval_writes_the_table_and_chart(tmp_path):
     assert report["meta"]["engine"] == "grammar" and report["rows"][0]["valid"] == 1.0
     bad = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--engine", "fast", "--out", str(out)])
     assert bad.exit_code == 2 and "unknown engine" in bad.output
-    for args, says in ((["--stutter-gap", "-1"], "stutter_gap"), (["--families", "jsno"], "unknown task family"),
+    for args, says in ((["--stutter-gap", "-1"], "stutter_gap"), (["--families", "jsno"], "unknown data family"),
                        (["--split", "dev"], "split")):
         bad = runner.invoke(app, ["eval", "--model", "random", "-n", "1", *args, "--out", str(out)])
         assert bad.exit_code == 2 and says in bad.output, bad.output

@@ -45,8 +45,8 @@ class Generator:
 
     Settings (all may be overridden per call): ``block_length`` (semi-autoregressive blocks),
     ``threshold`` (Fast-dLLM confidence threshold) or ``tokens_per_step`` (fixed commits per step),
-    ``stutter_gap`` (a word token repeated that close within one step's commits waits for the next call;
-    0 = off, ``sampler.policy``), ``temperature`` (0 = greedy) and ``seed``, ``max_repair_rounds``,
+    ``stutter_gap`` (the no-stutter rule: a word the model would write twice that close, which the prompt
+    does not repeat itself, is written once; 0 = off, ``sampler.policy``), ``temperature`` (0 = greedy) and ``seed``, ``max_repair_rounds``,
     ``engine`` ("auto" | "automaton" | "grammar").
     """
 

@@ -123,12 +123,9 @@ class CommitPolicy:
         T = canvas.shape[0]
         for d in [*range(-g, 0), *range(1, g + 1)]:
             nb = rows + d
-            inside = (nb >= 0) & (nb < T)
-            r, tok = rows[inside], canvas[nb[inside]]
-            hit = tok != MASK
-            r, tok = r[hit], tok[hit]
-            hit = worded[tok]
-            r, tok = r[hit], tok[hit]
+            tok = canvas[nb.clamp(0, T - 1)]
+            echo = (nb >= 0) & (nb < T) & (tok != MASK) & worded[tok.clamp(min=0)]
+            r, tok = rows[echo], tok[echo]
             scores[r, tok] = scores[r, tok] - ECHO_PENALTY
 
     def _unstuttered(self, pos: torch.Tensor, tokens: torch.Tensor, conf: torch.Tensor,

@@ -186,16 +186,14 @@ def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], spli
     """The ``Generator`` an evaluation decodes with, once every argument is known to be usable: a bad mode,
     family, split or sampler setting raises ``StructgenError`` before anything is decoded or written."""
     from ..sampler import Generator
-    from .data import FAMILIES
+    from .data import family_module
     from .data.base import check_split
 
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise StructgenError(f"unknown eval mode(s) {unknown}; choose from {list(MODES)}")
-    unknown = [f for f in families if f not in FAMILIES]
-    if unknown:
-        raise StructgenError(f"unknown task famil{'y' if len(unknown) == 1 else 'ies'} {unknown}; choose from "
-                             f"{list(FAMILIES)}")
+    for fam in families:
+        family_module(fam)  # ConfigError for a family that does not exist
     check_split(split)
     return Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap)
 
