@@ -28,6 +28,7 @@ from structgen.train.data import vocab as V
 from structgen.train.data.base import (
     Registry,
     Template,
+    camel,
     expand,
     fill,
     ordered,
@@ -338,6 +339,36 @@ def test_json_drills_are_conversions_outside_the_family_splits(tok4k):
             ids = tok4k.encode(e.target, add_special_tokens=False)
             assert all(c.accepts_prefix(ids[:k]) for k in range(len(ids))) and c.accepts(ids), e.target
     assert months > 10
+
+
+def test_role_drills_tell_a_pair_apart_by_its_words_not_its_place():
+    """json_drills.PAIRS: two airports, two currencies or two dates in one sentence, stated in both orders and
+    listed in the schema in both orders; the two values always differ, so copying one into both keys is wrong."""
+    from structgen.train.data import json_drills
+
+    iata = {c.iata: c.name for c in V.CITIES}
+    role = {name: i for key_pairs, _ in json_drills.PAIRS for pair in key_pairs for i, key in enumerate(pair)
+            for name in (key, camel(key))}
+    text_orders, schema_orders, kinds = set(), set(), set()
+    for e in json_drills.examples(600, seed=8):
+        if e.template != "json.drill_roles":
+            continue
+        keys = list(e.spec.schema["properties"])
+        a, b = e.gold[keys[0]], e.gold[keys[1]]
+        assert len(keys) == 2 and a != b and e.spec.schema["required"] == keys
+        schema_orders.add(role[keys[0]] == 0)
+        if all(v in iata for v in (a, b)):
+            kinds.add("airports")
+            origin, destination = (e.gold[k] for k in sorted(keys, key=role.get))
+            where = [e.prompt.find(v) if v in e.prompt else e.prompt.find(iata[v]) for v in (origin, destination)]
+            assert min(where) >= 0, e.prompt
+            text_orders.add(where[0] < where[1])
+        elif len(a) == 3:
+            kinds.add("currencies")
+        else:
+            kinds.add("dates")
+    assert kinds == {"airports", "currencies", "dates"}
+    assert text_orders == {True, False} and schema_orders == {True, False}
 
 
 def test_drill_examples_join_the_training_rows_only():
