@@ -18,7 +18,7 @@ from rich.text import Text
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Valid-by-construction output from masked diffusion language models.")
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # never break an error's path or value across lines
 out = Console()
 
 

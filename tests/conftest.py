@@ -1,4 +1,5 @@
-"""Shared fixtures: locally built tokenizers (no download) and the path to ../shared/data."""
+"""Shared fixtures: locally built tokenizers (no download) and the path to ../shared/data; each xdist worker's
+share of the CPU threads."""
 
 from __future__ import annotations
 
@@ -6,6 +7,13 @@ import os
 from pathlib import Path
 
 import pytest
+
+# Under pytest-xdist (pyproject's addopts) each worker gets its share of the cores, so that torch's thread
+# pool in one worker does not fight the others' (set before anything imports torch).
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    os.environ.setdefault("OMP_NUM_THREADS", str(_share))
+    os.environ.setdefault("MKL_NUM_THREADS", str(_share))
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("STRUCTGEN_SHARED", ROOT.parent / "shared"))

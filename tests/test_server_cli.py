@@ -41,6 +41,8 @@ def test_serve_with_keys_tools_policy_and_executor(tmp_path):
 
 
 def test_serve_refuses_a_missing_policy_file(tmp_path):
+    """The error names the whole path on one line, however long (a terminal-width wrap used to cut it)."""
+    missing = tmp_path / ("a-folder-with-a-long-name-" * 4) / "nope.toml"
     proc = subprocess.run([sys.executable, "-m", "structgen.cli", "serve", "--model", "random", "--policy",
-                           str(tmp_path / "nope.toml"), "--port", "1"], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2 and "error" in proc.stderr and "nope.toml" in proc.stderr
+                           str(missing), "--port", "1"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "error" in proc.stderr and str(missing) in proc.stderr
