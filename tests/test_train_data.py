@@ -347,7 +347,7 @@ def test_role_drills_tell_a_pair_apart_by_its_words_not_its_place():
     from structgen.train.data import json_drills
 
     iata = {c.iata: c.name for c in V.CITIES}
-    role = {name: i for key_pairs, _ in json_drills.PAIRS for pair in key_pairs for i, key in enumerate(pair)
+    role = {name: i for key_pairs, _ in json_drills.PAIRS.values() for pair in key_pairs for i, key in enumerate(pair)
             for name in (key, camel(key))}
     text_orders, schema_orders, kinds = set(), set(), set()
     for e in json_drills.examples(600, seed=8):

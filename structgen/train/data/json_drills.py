@@ -8,7 +8,7 @@ domain and composed templates state such values once among many copied ones, so 
 the loss. These templates drill it: each record has 1-4 fields from :data:`DRILLS`, every one a conversion
 (a month name to its number, a spelled date to ISO 8601, a time with its zone to an ISO date-time, a
 currency or a cabin in words to its code, a city to its airport), written in json_composed's layouts with
-the field's key or a synonym as its label. The pair drills (:data:`PAIRS`) state two values of one kind
+the field's key or a synonym as its label. The role drills (:data:`PAIRS`) state two values of one kind
 in one sentence, in either order (origin and destination, the two currencies, check-in and check-out), so
 that only the words around a value say which key it fills.
 
@@ -129,28 +129,31 @@ for _layout in LAYOUTS:
 # flights (docs/training-log.md, run 16). Each pattern states the pair in one order or the other, and the
 # schema lists the keys in either order, so only the words around a value say which key it fills.
 # ``{a}`` is the first key's value (origin, source, check-in), ``{b}`` the second's.
-PAIRS: tuple[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], ...] = (
-    ((("origin", "destination"), ("from_airport", "to_airport"), ("departure_airport", "arrival_airport")),
-     ("to {b} from {a}", "from {a} to {b}", "{b}, departing {a}", "{b} (leaving from {a})", "{a} -> {b}",
-      "going to {b}, starting at {a}", "destination {b}; origin {a}", "arrive {b}, depart {a}",
-      "I live near {a} and want to visit {b}", "{b} is where I need to be. I start in {a}",
-      "the trip starts in {a} and ends in {b}", "into {b} out of {a}")),
-    ((("from_currency", "to_currency"), ("source_currency", "target_currency"), ("have_currency", "want_currency")),
-     ("{amount} into {b}", "{b} for {amount}", "how many {b} is {amount}", "I want {b}; I hold {amount}",
-      "{amount} -> {b}", "swap {amount} for {b}", "{b} please, paying {amount}", "from {a} to {b}: {number}",
-      "to {b} from {a}, {number} of them", "turn {number} {a} into {b}")),
-    ((("check_in", "check_out"), ("arrival_date", "departure_date"), ("stay_start", "stay_end")),
-     ("from {a} until {b}", "until {b}, starting {a}", "out on {b}, in on {a}", "{a} to {b}",
-      "leaving {b} (arriving {a})", "staying {a} - {b}", "the last day is {b} and the first {a}")),
-)
+PAIRS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {  # kind -> (key pairs, patterns)
+    "airports": (
+        (("origin", "destination"), ("from_airport", "to_airport"), ("departure_airport", "arrival_airport")),
+        ("to {b} from {a}", "from {a} to {b}", "{b}, departing {a}", "{b} (leaving from {a})", "{a} -> {b}",
+         "going to {b}, starting at {a}", "destination {b}; origin {a}", "arrive {b}, depart {a}",
+         "I live near {a} and want to visit {b}", "{b} is where I need to be. I start in {a}",
+         "the trip starts in {a} and ends in {b}", "into {b} out of {a}")),
+    "currencies": (
+        (("from_currency", "to_currency"), ("source_currency", "target_currency"), ("have_currency", "want_currency")),
+        ("{amount} into {b}", "{b} for {amount}", "how many {b} is {amount}", "I want {b}; I hold {amount}",
+         "{amount} -> {b}", "swap {amount} for {b}", "{b} please, paying {amount}", "from {a} to {b}: {number}",
+         "to {b} from {a}, {number} of them", "turn {number} {a} into {b}")),
+    "dates": (
+        (("check_in", "check_out"), ("arrival_date", "departure_date"), ("stay_start", "stay_end")),
+        ("from {a} until {b}", "until {b}, starting {a}", "out on {b}, in on {a}", "{a} to {b}",
+         "leaving {b} (arriving {a})", "staying {a} - {b}", "the last day is {b} and the first {a}")),
+}
 
 
-def _pair_values(rng: random.Random, kind: int) -> tuple[Any, Any, dict[str, str], dict]:
+def _pair_values(rng: random.Random, kind: str) -> tuple[Any, Any, dict[str, str], dict]:
     """The pair's two values, the texts of the pattern's slots, and the schema of one value."""
-    if kind == 0:
+    if kind == "airports":
         a, b = V.two_cities(rng)
         return a.iata, b.iata, {"a": _airport_text(rng, a), "b": _airport_text(rng, b)}, CODE
-    if kind == 1:
+    if kind == "currencies":
         (a, a_names, _), (b, b_names, _) = rng.sample(V.CURRENCIES, 2)
         amount = V.amount(rng, 1, 5000)
         return a, b, {"a": rng.choice(a_names), "b": rng.choice(b_names), "amount": V.money_text(rng, amount, a),
@@ -163,7 +166,7 @@ def _pair_values(rng: random.Random, kind: int) -> tuple[Any, Any, dict[str, str
 
 @_template("drill_roles", registry=REG)
 def _(rng, f):
-    kind = rng.randrange(len(PAIRS))
+    kind = rng.choice(tuple(PAIRS))
     key_pairs, patterns = PAIRS[kind]
     ka, kb = rng.choice(key_pairs)
     a, b, texts, schema = _pair_values(rng, kind)
