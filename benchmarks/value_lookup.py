@@ -128,8 +128,8 @@ def main() -> None:
     for (fam, split), (right, total) in sorted(months.items()):
         rows.append([fam, split, "converted: month of a date", total, 100.0 * right / max(1, total)])
         payload["results"][f"{fam}/{split}/month"] = {"tokens": total, "right": right}
-    C.console.print(C.table(f"Value tokens predicted with the rest of the answer visible ({args.model or 'embedded model'})",
-                            ["family", "split", "value tokens", "count", "right %"], rows))
+    title = f"Value tokens predicted with the rest of the answer visible ({args.model or 'embedded model'})"
+    C.console.print(C.table(title, ["family", "split", "value tokens", "count", "right %"], rows))
     C.write_json(args.json, payload)
 
 
