@@ -150,6 +150,29 @@ def test_pool_admits_workers_plus_queue_then_refuses_and_cancelled_jobs_never_st
     asyncio.run(scenario())
 
 
+def test_a_finished_job_has_freed_its_slot_before_its_waiter_wakes():
+    """A client that has its answer may ask again at once: the slot must already be free (CI once saw a
+    503 on the very next request, because the slot was freed after the waiter woke)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def slow_exit():  # the batcher's bookkeeping after a turn, stretched so a race would always show
+        yield
+        time.sleep(0.3)
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        pool = WorkerPool(1, 0, wrap=slow_exit)
+        for i in range(3):
+            job = Job(lambda job: job.request_id, loop, f"r{i}")
+            pool.submit(job)  # Overloaded here if the previous job's slot were still held
+            await asyncio.wait_for(job.done.wait(), 30)
+            assert job.result == f"r{i}"
+        pool.close()
+
+    asyncio.run(scenario())
+
+
 def test_closing_the_pool_cancels_the_running_job():
     async def scenario():
         loop = asyncio.get_running_loop()

@@ -76,15 +76,25 @@ class Job:
             pass
 
     def run(self) -> None:
-        """Run ``fn`` in the calling (worker) thread and record its outcome."""
+        """Run ``fn`` in the calling (worker) thread, record its outcome and wake the waiter."""
+        try:
+            self.execute()
+        finally:
+            self.finish()
+
+    def execute(self) -> None:
+        """Run ``fn`` and record its outcome without waking the waiter yet (the pool first frees the slot,
+        so a client that sees the answer can be admitted again at once)."""
         try:
             if self.cancelled():
                 raise Cancelled("cancelled before it started")
             self.result = self.fn(self)
         except BaseException as e:  # noqa: BLE001 - reported to the waiting coroutine
             self.error = e
-        finally:
-            self._finish()
+
+    def finish(self) -> None:
+        """Wake the waiting coroutine: no more events, the outcome is recorded."""
+        self._finish()
 
     # -- event-loop side ---------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -155,11 +165,16 @@ class WorkerPool:
             try:
                 if self._wrap is not None and not job.cancelled():
                     with self._wrap():
-                        job.run()
+                        job.execute()
                 else:
-                    job.run()
+                    job.execute()
+            except BaseException as e:  # noqa: BLE001 - the wrap itself failed; reported like the job's own
+                job.error = job.error or e
             finally:
+                # Free the slot *before* waking the waiter: once a client has its answer (a stream's
+                # [DONE]), its next request must find room, not race the bookkeeping.
                 with self._lock:
                     self._busy -= 1
                     self._admitted -= 1
                     self._running.discard(job)
+                job.finish()
