@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 MASK = 4
 
 
-def _model(seed: int = 0, neighbours: bool = False) -> ModernBertWithCopyHead:
+def _model(seed: int = 0, neighbours: bool = False, convert: bool = False) -> ModernBertWithCopyHead:
     from transformers import ModernBertConfig
 
     torch.manual_seed(seed)
@@ -23,7 +23,7 @@ def _model(seed: int = 0, neighbours: bool = False) -> ModernBertWithCopyHead:
                            num_attention_heads=2, layer_types=["full_attention"] * 2, pad_token_id=0,
                            eos_token_id=1, sep_token_id=1, bos_token_id=None, cls_token_id=None,
                            attn_implementation="sdpa", copy_head_mask_id=MASK,
-                           copy_head_neighbours=neighbours)
+                           copy_head_neighbours=neighbours, copy_head_convert=convert)
     return ModernBertWithCopyHead(cfg).eval()
 
 
@@ -33,8 +33,9 @@ def _ids():
     return ids, att
 
 
-def test_logits_are_the_log_of_a_distribution_everywhere():
-    m = _model()
+@pytest.mark.parametrize("convert", [False, True])
+def test_logits_are_the_log_of_a_distribution_everywhere(convert):
+    m = _model(convert=convert)
     ids, att = _ids()
     p = m(input_ids=ids, attention_mask=att).logits.exp()
     assert p.shape == (2, 7, 50) and torch.allclose(p.sum(-1), torch.ones(2, 7), atol=1e-4)
@@ -57,10 +58,10 @@ def test_copying_puts_mass_on_visible_tokens_only():
     assert lone[0, 1, 7] == pytest.approx(1.0, abs=1e-4) and torch.allclose(lone.sum(-1), torch.ones(1, 3), atol=1e-4)
 
 
-@pytest.mark.parametrize("neighbours", [False, True])
-def test_tail_path_matches_the_full_forward(neighbours):
+@pytest.mark.parametrize("neighbours, convert", [(False, False), (True, False), (True, True)])
+def test_tail_path_matches_the_full_forward(neighbours, convert):
     """Inference asks for the canvas rows only: the pointer's queries and the mixture from ``start`` on."""
-    m = _model(neighbours=neighbours)
+    m = _model(neighbours=neighbours, convert=convert)
     ids, att = _ids()
     with torch.no_grad():
         full = m(input_ids=ids, attention_mask=att).logits
@@ -68,9 +69,9 @@ def test_tail_path_matches_the_full_forward(neighbours):
             assert torch.allclose(m.tail_log_probs(ids, att, start), full[:, start:], atol=1e-5)
 
 
-@pytest.mark.parametrize("neighbours", [False, True])
-def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer(neighbours):
-    m = _model(neighbours=neighbours).train()
+@pytest.mark.parametrize("neighbours, convert", [(False, False), (True, False), (True, True)])
+def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer(neighbours, convert):
+    m = _model(neighbours=neighbours, convert=convert).train()
     ids, att = _ids()
     masked = ids == MASK
     sparse = masked_logits(m, ids, att, masked)
@@ -79,6 +80,8 @@ def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer(ne
     target = torch.tensor([10, 11, 12, 20, 21, 20])  # tokens that are visible in their rows
     torch.nn.functional.cross_entropy(sparse, target).backward()
     assert m.copy_q.weight.grad.abs().sum() > 0 and m.copy_gate.weight.grad.abs().sum() > 0
+    if convert:
+        assert m.copy_convert.weight.grad.abs().sum() > 0 and m.copy_convert_gate.weight.grad.abs().sum() > 0
     if neighbours:  # a masked position after a repeated token (10) matches a source: the bonus trains too
         m.zero_grad()
         ids = torch.tensor([[10, 11, 12, 10, MASK, MASK]])
@@ -149,17 +152,95 @@ def test_a_model_with_a_copy_head_learns_to_copy_unseen_tokens():
     assert (pred == w[:, 0]).float().mean() >= 0.9
 
 
-@pytest.mark.parametrize("neighbours", [False, True])
-def test_trained_and_saved_it_loads_through_load_model(tmp_path, neighbours):
+def _token_map_accuracy(m: ModernBertWithCopyHead, steps: int) -> float:
+    """Train ``m`` with the LLaDA loss (mask_power 0.5, as the small recipe) on ``w -> w + 20`` (w in
+    10..19; prompt ``3 w 2``, canvas ``w+20 EOS EOS``), then the share of w whose answer, decoded from an
+    empty canvas, is right. ``w + 20`` is never visible: it is converted, not copied."""
+    m.train()
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(steps):
+        w = torch.randint(10, 20, (16, 1), generator=gen)
+        ids = torch.cat([torch.full((16, 1), 3), w, torch.full((16, 1), 2), w + 20,
+                         torch.ones(16, 2, dtype=torch.long)], 1)
+        canvas = torch.zeros_like(ids, dtype=torch.bool)
+        canvas[:, 3:] = True
+        loss, _ = llada_loss(m, ids, torch.ones_like(ids), canvas, MASK, generator=gen, mask_power=0.5)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    m.eval()
+    w = torch.arange(10, 20)[:, None]
+    ids = torch.cat([torch.full((10, 1), 3), w, torch.full((10, 1), 2), torch.full((10, 3), MASK)], 1)
+    with torch.no_grad():
+        pred = m(input_ids=ids).logits[:, 3].argmax(-1)
+    return (pred == w[:, 0] + 20).float().mean().item()
+
+
+def test_the_conversion_path_with_its_pointer_loss_learns_a_token_map():
+    """The plain copy head writes one constant here for a thousand steps (benchmarks/conversion_task.py);
+    the conversion path, trained by the pointer loss too, reads each source token and maps it."""
+    m = _model(1, convert=True)
+    m.config.copy_head_pointer_loss = 0.3
+    assert m.pointer_loss_weight == 0.3
+    assert _token_map_accuracy(m, 600) >= 0.9
+
+
+def test_the_pointer_loss_trains_only_in_training_mode():
+    """Held-out losses (eval mode) stay the mixture's alone, comparable with models without the path."""
+    m = _model(convert=True)
+    m.config.copy_head_pointer_loss = 0.3
+    ids = torch.tensor([[3, 12, 2, 32, 1, 1]] * 4)
+    canvas = torch.zeros_like(ids, dtype=torch.bool)
+    canvas[:, 3:] = True
+    losses = {}
+    for mode, w in (("train", 0.3), ("eval", 0.3), ("train-off", 0.0)):
+        m.train(mode != "eval")
+        m.config.copy_head_pointer_loss = w
+        with torch.no_grad():
+            losses[mode], _ = llada_loss(m, ids, torch.ones_like(ids), canvas, MASK,
+                                         generator=torch.Generator().manual_seed(0))
+    assert losses["eval"] == pytest.approx(losses["train-off"].item())
+    assert losses["train"] > losses["train-off"]
+
+
+def test_the_pointer_loss_skips_the_eos_tail():
+    """On EOS targets (most of a real canvas) the pointer term mirrors the mixture's, without gradient of
+    its own: trained there, every source learnt to 'convert' to EOS (training log, run 18)."""
+    m = _model(convert=True).train()
+    ids = torch.tensor([[3, 12, 2, 1, 1, 1, 1]] * 4)  # the canvas is all EOS
+    canvas = torch.zeros_like(ids, dtype=torch.bool)
+    canvas[:, 3:] = True
+
+    def loss(weight, eos_id):
+        m.config.copy_head_pointer_loss = weight
+        out, _ = llada_loss(m, ids, torch.ones_like(ids), canvas, MASK, eos_id=eos_id,
+                            generator=torch.Generator().manual_seed(0))
+        return out
+
+    mixture = loss(0.0, 1)
+    assert loss(0.3, 1).item() == pytest.approx(1.3 * mixture.item(), rel=1e-5)
+    m.zero_grad()
+    loss(0.3, 1).backward()
+    with_skip = m.copy_convert.weight.grad.clone()
+    m.zero_grad()
+    loss(0.0, 1).backward()
+    assert torch.allclose(with_skip, m.copy_convert.weight.grad, atol=1e-7)  # no gradient of its own
+    assert loss(0.3, None).item() != pytest.approx(1.3 * mixture.item(), rel=1e-5)  # EOS too: its own term
+
+
+@pytest.mark.parametrize("neighbours, convert", [(False, False), (True, False), (True, True)])
+def test_trained_and_saved_it_loads_through_load_model(tmp_path, neighbours, convert):
     from test_train import TrainData, person_examples, train
 
     data = TrainData(person_examples(16), person_examples(2, 1))
-    cfg = TrainConfig.tiny(copy_head=True, copy_neighbours=neighbours, steps=4)
+    cfg = TrainConfig.tiny(copy_head=True, copy_neighbours=neighbours, copy_convert=convert, steps=4)
     report = train(cfg, tmp_path / "m", progress=False, data=data)
     assert report.steps == 4
     model = sg.load_model(tmp_path / "m", device="cpu")
     assert isinstance(model.model, ModernBertWithCopyHead)
     assert hasattr(model.model, "copy_neighbour") == neighbours  # the bonuses' weights saved and loaded
+    assert hasattr(model.model, "copy_convert") == convert  # and the conversion path's
     assert model.model.config.architectures == [ARCHITECTURE]
     assert model.model.config.copy_head_mask_id == model.mask_id
     r = sg.Generator(model).generate("Maria Lopez, 41", sg.JsonSchema({"type": "object", "properties": {

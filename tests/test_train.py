@@ -536,6 +536,8 @@ def test_cli_train_tiny(tmp_path):
     assert bad.exit_code == 2 and "unknown preset" in bad.output
     bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--dropout", "1", "--out", str(tmp_path / "y")])
     assert bad.exit_code == 2 and "dropout must be in [0, 1)" in bad.output and not (tmp_path / "y").exists()
+    bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--convert-path", "--out", str(tmp_path / "z")])
+    assert bad.exit_code == 2 and "needs the copy head" in bad.output and not (tmp_path / "z").exists()
 
 
 def test_a_diverging_run_stops_and_keeps_finite_weights(tmp_path, monkeypatch):

@@ -24,10 +24,34 @@ counted only where both neighbours are visible. The weights are per position, so
 them inside a copied value and ignore them where a match means little (after a quote or a comma). Both
 sides, because a diffusion canvas is filled in any order: a span may grow from its left end, its right
 end, or both. This is the "smeared key" shortcut to induction heads, as a fixed feature rather than a
-learnt one. The model's ``logits`` are
-``log p``: every sampler, constraint and loss that takes logits works unchanged (softmax of ``log p`` is
-``p``). Saved as a normal Hugging Face directory whose ``config.architectures`` names this class and whose
-config holds ``copy_head_mask_id``; ``structgen.models.hf_mlm`` loads it with this class.
+learnt one.
+
+**Conversion path** (``config.copy_head_convert``): many values are not copied but *converted* — "July"
+becomes ``07``, "euros" ``EUR``, "business class" ``business`` — and a model of this size does not learn to
+route a source word through its layers into the vocabulary head (runs 16-17 wrote one month for every month
+name). So the pointer may also emit, from the source it points at, a token read off that source:
+
+    p(v) = g_i gen_i(v) + (1 - g_i) [ (1 - c_i) sum_j a_ij [x_j = v] + c_i sum_j a_ij conv_j(v) ]
+    conv_j = softmax(decoder(head(C [h_j ; e(x_j)]))),   c_i = sigmoid(w_c . h_i)
+
+with ``e(x_j)`` the source token's own (normalised) input embedding beside its last hidden state: the last
+layer's state at a visible position keeps little of the token's identity (nothing in the loss asks it to),
+so without ``e`` every source converted to the same token. The decoder is the generator's. ``July -> 07``
+is then a per-token map learnt where the word is, found through the same pointer that copies. It costs one
+vocabulary projection per position and a ``[L, L] x [L, V]`` product per row.
+
+**Pointer loss** (``config.copy_head_pointer_loss``, the trainer sets it with the conversion path): a
+mixture trains each part in proportion to its share of the right answer, so when the generator is ahead at
+a slot early on (a constant month is right one time in twelve), the pointer's part there gets almost no
+gradient and never catches up. The pointer's own loss, beside the mixture's while training, keeps it
+learning until the gate can prefer it (``structgen.train.objective.llada_loss``; ``benchmarks/
+conversion_task.py``). Not on the EOS tail: that is most of a canvas, and trained there the path learnt to
+turn every source word into EOS (training log, run 18).
+
+The model's ``logits`` are ``log p``: every sampler, constraint and loss that takes logits works unchanged
+(softmax of ``log p`` is ``p``). Saved as a normal Hugging Face directory whose ``config.architectures``
+names this class and whose config holds ``copy_head_mask_id``; ``structgen.models.hf_mlm`` loads it with
+this class.
 """
 
 from __future__ import annotations
@@ -59,6 +83,12 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         for lin in (self.copy_q, self.copy_k, self.copy_gate):
             nn.init.normal_(lin.weight, std=0.02)
         nn.init.zeros_(self.copy_gate.bias)
+        if getattr(config, "copy_head_convert", False):
+            self.copy_convert = nn.Linear(2 * d, d, bias=False)
+            self.copy_convert_gate = nn.Linear(d, 1)
+            nn.init.normal_(self.copy_convert.weight, std=0.02)
+            nn.init.normal_(self.copy_convert_gate.weight, std=0.02)
+            nn.init.zeros_(self.copy_convert_gate.bias)
         if getattr(config, "copy_head_neighbours", False):
             self.copy_neighbour = nn.Linear(d, len(NEIGHBOUR_INIT))
             nn.init.normal_(self.copy_neighbour.weight, std=0.02)
@@ -75,10 +105,13 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return int(mask_id)
 
     def mixed_log_probs(self, hidden: torch.Tensor, ids: torch.Tensor, sources: torch.Tensor,
-                        rows: torch.Tensor, cols: torch.Tensor, *, q_start: int = 0) -> torch.Tensor:
+                        rows: torch.Tensor, cols: torch.Tensor, *, q_start: int = 0,
+                        pointer: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """``log p`` ``[N, V]`` at positions ``(rows, cols)`` from the last hidden states ``[B, L, d]``;
         ``sources`` ``[B, L]`` marks the tokens a position may copy from. Every ``cols`` is at least
-        ``q_start``: the pointer's queries are computed from there on only."""
+        ``q_start``: the pointer's queries are computed from there on only. With ``pointer``, also the
+        pointer's own ``log p`` (copy and conversion, without the generator; the generator's where there
+        is nothing to point at) for the pointer loss (``pointer_loss_weight``)."""
         q = self.copy_q(hidden[:, q_start:])
         k = self.copy_k(hidden)
         scores = torch.matmul(q, k.transpose(1, 2)).float() / COPY_DIM ** 0.5  # [B, L - q_start, L]
@@ -99,7 +132,35 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         has_src = src.any(dim=-1, keepdim=True)  # nothing to copy: the generator alone
         log_g = torch.where(has_src, F.logsigmoid(gate), torch.zeros_like(gate))
         log_not_g = torch.where(has_src, F.logsigmoid(-gate), torch.full_like(gate, _NEG))
-        return torch.logaddexp(log_g + gen_logp, log_not_g + torch.log(p_copy + 1e-9))
+        log_pointer = torch.log(p_copy + 1e-9)
+        if hasattr(self, "copy_convert"):
+            p_conv = self._converted(hidden, ids, attn, rows, cols - q_start, q_rows=hidden.shape[1] - q_start)
+            c = self.copy_convert_gate(h).float()
+            log_pointer = torch.logaddexp(F.logsigmoid(-c) + log_pointer,
+                                          F.logsigmoid(c) + torch.log(p_conv + 1e-9))
+        mixed = torch.logaddexp(log_g + gen_logp, log_not_g + log_pointer)
+        if not pointer:
+            return mixed
+        return mixed, torch.where(has_src, log_pointer, gen_logp)
+
+    @property
+    def pointer_loss_weight(self) -> float:
+        """The weight of the pointer's own loss beside the mixture's while training (0: none). A mixture
+        trains each part in proportion to its share of the right answer, so a pointer that starts behind
+        the generator at a slot never catches up there (a conversion path collapses to the generator's
+        constant); its own loss keeps it learning until the gate can prefer it."""
+        return float(getattr(self.config, "copy_head_pointer_loss", 0.0) or 0.0)
+
+    def _converted(self, hidden: torch.Tensor, ids: torch.Tensor, attn: torch.Tensor, rows: torch.Tensor,
+                   qcols: torch.Tensor, q_rows: int) -> torch.Tensor:
+        """``[N, V]``: ``sum_j a_ij conv_j`` for each position (module docstring), as one batched product of
+        the pointer weights ``attn`` ``[N, L]`` (laid out per row) with every position's ``conv_j``."""
+        B, L, _ = hidden.shape
+        own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids))  # the source token itself
+        both = torch.cat([hidden, own.to(hidden.dtype)], dim=-1)
+        conv = torch.softmax(self.decoder(self.head(self.copy_convert(both))).float(), dim=-1)  # [B, L, V]
+        dense = attn.new_zeros(B, q_rows, L).index_put((rows, qcols), attn)
+        return torch.bmm(dense, conv)[rows, qcols]
 
     @staticmethod
     def _neighbour_bonus(ids: torch.Tensor, visible: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
@@ -124,11 +185,13 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return bonus
 
     def masked_log_probs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None,
-                         masked: torch.Tensor) -> torch.Tensor:
-        """``log p`` ``[N, V]`` at the ``masked`` positions only (training: row-major order)."""
+                         masked: torch.Tensor, *, pointer: bool = False):
+        """``log p`` ``[N, V]`` at the ``masked`` positions only (training: row-major order); with
+        ``pointer``, ``(log p, the pointer's own log p)`` (``mixed_log_probs``)."""
         hidden = self.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
         rows, cols = torch.nonzero(masked, as_tuple=True)
-        return self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask) & ~masked, rows, cols)
+        return self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask) & ~masked, rows, cols,
+                                    pointer=pointer)
 
     def tail_log_probs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, start: int) -> torch.Tensor:
         """``log p`` ``[B, L - start, V]`` at positions ``start..`` only (inference: the canvas, not the

@@ -52,6 +52,9 @@ class TrainConfig:
     max_positions: int = 1024
     copy_head: bool = True  # a pointer head over the visible tokens (structgen.models.copy_head)
     copy_neighbours: bool = True  # the pointer's span-continuation bonuses (copy_head's docstring)
+    copy_convert: bool = False  # the pointer's conversion path: "July" -> 07 read off the source (run 18)
+    pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
+    # collapses to the generator's constant; benchmarks/conversion_task.py)
     dropout: float = 0.0  # ModernBERT's embedding and MLP dropout while training (off when decoding); 0.1 lowered
     # the held-out loss in run 12
     attention_dropout: float | None = None  # the attention probabilities' dropout (None = ``dropout``): on CPU it
@@ -139,6 +142,11 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}")
         if self.hidden_size % self.num_heads:
             raise ConfigError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads})")
+        if not (isinstance(self.pointer_loss, (int, float)) and self.pointer_loss >= 0):
+            raise ConfigError(f"pointer_loss must be a number >= 0, got {self.pointer_loss!r}")
+        if self.copy_convert and not self.copy_head:
+            raise ConfigError("copy_convert (--convert-path) needs the copy head: set copy_head=True (the small "
+                              "preset has it, tiny does not)")
         if self.vocab_size < 300:
             raise ConfigError(f"vocab_size={self.vocab_size} is too small for a byte-level BPE (256 bytes + "
                               "special tokens); use at least 300, e.g. 4096")
@@ -273,8 +281,9 @@ def model_config(tokenizer, cfg: TrainConfig):
         cls_token_id=None, attn_implementation="sdpa", embedding_dropout=cfg.dropout,
         attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
         mlp_dropout=cfg.dropout,
-        **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours}
-           if cfg.copy_head else {}),
+        **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours,
+            "copy_head_convert": cfg.copy_convert,
+            "copy_head_pointer_loss": cfg.pointer_loss if cfg.copy_convert else 0.0} if cfg.copy_head else {}),
     )
 
 

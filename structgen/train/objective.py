@@ -186,6 +186,15 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator, prefix_share=prefix_share,
                        eos_id=eos_id, mask_power=mask_power, frontier_share=frontier_share,
                        frontier_block=frontier_block)
+    targets, canvas_len = input_ids[noised.masked], noised.canvas.sum(dim=1)
+    w = getattr(model, "pointer_loss_weight", 0.0) if logits_fn is None and model.training else 0.0
+    if w:  # the copy head's pointer trains on its own loss too (ModernBertWithCopyHead.pointer_loss_weight)
+        logits, pointer = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True)
+        loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
+        if eos_id is not None:  # not on the EOS tail: most of a canvas, it would teach every source to say EOS
+            pointer = torch.where((targets != eos_id)[:, None], pointer, logits.detach())
+        loss = loss + w * diffusion_loss(pointer, targets, noised, canvas_len, per_row=per_row)
+        return loss, noised
     logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
-    loss = diffusion_loss(logits, input_ids[noised.masked], noised, noised.canvas.sum(dim=1), per_row=per_row)
+    loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
     return loss, noised
