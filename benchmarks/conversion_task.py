@@ -1,0 +1,148 @@
+"""Can the copy head learn to *convert* a value, not only copy it, under the LLaDA objective?
+
+The embedded model copies values from a request well and converts almost none ("July" -> ``07``: one
+month for every month name, runs 16-17 in docs/training-log.md). This benchmark isolates that skill. The
+prompt is random filler, a key token, a "month" token ``w`` (one of 12) and more filler; the answer is
+``MAP[w]``, a token that never appears in the prompt, then EOS. Three small copy-head ModernBERTs are
+trained on it with ``structgen.train.objective.llada_loss`` (``mask_power`` 0.5, as the small recipe) for
+the same number of steps and seeds:
+
+- ``copy head``: the pointer copies, the generator must do the map through its layers;
+- ``+ conversion path``: the pointer may also emit a token read off the source (``copy_head_convert``);
+- ``+ pointer loss``: the same, with the pointer's own loss beside the mixture's (``copy_head_pointer_loss``),
+  not on the EOS tail, as ``structgen train`` trains it; ``, EOS too``: on every masked position.
+
+Each then writes the answer for every month from an empty canvas (several fillers each); the script prints
+the share right and how many distinct answers it gave (1 = a constant). Figures only; nothing is asserted.
+
+    python benchmarks/conversion_task.py                       # 3 seeds x 1,000 steps, about 7 minutes
+    python benchmarks/conversion_task.py --canvas 16           # a longer EOS tail, as real canvases have
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+try:
+    import structgen  # noqa: F401
+except ImportError:  # pragma: no cover - a source checkout without `pip install -e .`
+    sys.path.insert(0, str(ROOT))
+
+from structgen.models.copy_head import ModernBertWithCopyHead  # noqa: E402
+from structgen.train.objective import llada_loss  # noqa: E402
+
+V, PAD, EOS, MASK, KEY = 256, 0, 1, 2, 3
+MONTHS = list(range(10, 22))  # the source words
+MAP = {w: 60 + (5 * i) % 12 for i, w in enumerate(MONTHS)}  # their conversions: never in any prompt
+FILLER = range(100, V)
+#: name -> (conversion path, pointer loss weight, pointer loss on EOS targets too)
+VARIANTS = {"copy head": (False, 0.0, False), "+ conversion path": (True, 0.0, False),
+            "+ pointer loss": (True, 0.3, False), "+ pointer loss, EOS too": (True, 0.3, True)}
+
+
+def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: int) -> ModernBertWithCopyHead:
+    from transformers import ModernBertConfig
+
+    torch.manual_seed(seed)
+    cfg = ModernBertConfig(vocab_size=V, hidden_size=hidden, intermediate_size=3 * hidden, num_hidden_layers=layers,
+                           num_attention_heads=max(1, hidden // 64), layer_types=["full_attention"] * layers,
+                           pad_token_id=PAD, eos_token_id=EOS, sep_token_id=EOS, bos_token_id=None, cls_token_id=None,
+                           attn_implementation="sdpa", copy_head_mask_id=MASK, copy_head_neighbours=True,
+                           copy_head_convert=convert, copy_head_pointer_loss=pointer_loss)
+    return ModernBertWithCopyHead(cfg)
+
+
+def prompt(rng: random.Random, w: int, filler: int) -> list[int]:
+    before = [rng.choice(FILLER) for _ in range(rng.randint(0, filler))]
+    after = [rng.choice(FILLER) for _ in range(rng.randint(0, filler))]
+    return before + [KEY, w] + after
+
+
+def batch(rng: random.Random, n: int, filler: int, canvas_len: int):
+    rows = []
+    for _ in range(n):
+        w = rng.choice(MONTHS)
+        rows.append((prompt(rng, w, filler), [MAP[w]] + [EOS] * (canvas_len - 1)))
+    L = max(len(p) + len(c) for p, c in rows)
+    ids = torch.full((n, L), PAD)
+    att = torch.zeros(n, L, dtype=torch.long)
+    canvas = torch.zeros(n, L, dtype=torch.bool)
+    for i, (p, c) in enumerate(rows):
+        ids[i, :len(p) + len(c)] = torch.tensor(p + c)
+        att[i, :len(p) + len(c)] = 1
+        canvas[i, len(p):len(p) + len(c)] = True
+    return ids, att, canvas
+
+
+@torch.no_grad()
+def answers(model, rng: random.Random, filler: int, canvas_len: int, per_month: int) -> list[tuple[int, int]]:
+    """(wanted, written) for every month, ``per_month`` fillers each, decoded from an empty canvas."""
+    out = []
+    for w in MONTHS:
+        for _ in range(per_month):
+            p = prompt(rng, w, filler)
+            ids = torch.tensor([p + [MASK] * canvas_len])
+            out.append((MAP[w], int(model(input_ids=ids).logits[0, len(p)].argmax())))
+    return out
+
+
+def run(name: str, seed: int, args) -> tuple[float, int, float]:
+    convert, pointer_loss, eos_too = VARIANTS[name]
+    model = build(convert, pointer_loss, seed, args.hidden, args.layers).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
+    rng, noise = random.Random(seed), torch.Generator().manual_seed(seed)
+    t0 = time.time()
+    for _ in range(args.steps):
+        ids, att, canvas = batch(rng, args.batch, args.filler, args.canvas)
+        # eos_id only tells the pointer loss to skip the EOS tail here (no prefix or frontier rows)
+        loss, _ = llada_loss(model, ids, att, canvas, MASK, generator=noise, eos_id=None if eos_too else EOS,
+                             mask_power=0.5)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    model.eval()
+    got = answers(model, random.Random(seed + 1000), args.filler, args.canvas, 5)
+    right = sum(a == b for a, b in got) / len(got)
+    return right, len({b for _, b in got}), time.time() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--filler", type=int, default=8, help="most filler tokens on each side of the month")
+    ap.add_argument("--canvas", type=int, default=4, help="canvas length: the answer, then EOS")
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    try:
+        from rich.progress import track
+    except ImportError:  # pragma: no cover - rich is a dependency of structgen
+        def track(it, **_):
+            return it
+    jobs = [(name, seed) for name in VARIANTS for seed in range(args.seeds)]
+    results: dict[str, list[tuple[float, int, float]]] = {name: [] for name in VARIANTS}
+    for name, seed in track(jobs, description="training", transient=True):
+        results[name].append(run(name, seed, args))
+    print(f"{args.steps} steps x {args.batch} rows, {args.layers} x {args.hidden}, filler <= {args.filler} per side, "
+          f"canvas {args.canvas}, "
+          f"{args.seeds} seeds; months right from an empty canvas (distinct answers, 1 = a constant)")
+    for name, rs in results.items():
+        cells = ", ".join(f"{r:.0%} ({d})" for r, d, _ in rs)
+        print(f"  {name:<24} {cells}   ({sum(s for *_, s in rs) / len(rs):.0f} s per run)")
+
+
+if __name__ == "__main__":
+    main()

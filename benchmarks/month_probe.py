@@ -1,0 +1,69 @@
+"""Does a trained model read a month name? Twelve one-value probes, decoded as users decode.
+
+Two schemas, each asked for every month: ``{"month": integer 1-12}`` from "Month: July" and
+``{"date": string, format date}`` from "Date: July 14, 2026". A model that reads the word writes ``7`` and
+``2026-07-14``; one that does not writes the same month for every name (the shipped run 11 writes 7 for
+every "Month: ..." and 2026-07-14 for almost every date; training log, run 17). Decoded with the default
+``sg.Generator`` (constrained), so the figures are what a user would get. Figures only; nothing is asserted.
+
+    python benchmarks/month_probe.py                   # the embedded model
+    python benchmarks/month_probe.py --model DIR --json probe.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import calendar
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+MONTH = {"type": "object", "properties": {"month": {"type": "integer", "minimum": 1, "maximum": 12}},
+         "required": ["month"], "additionalProperties": False}
+DATE = {"type": "object", "properties": {"date": {"type": "string", "format": "date"}},
+        "required": ["date"], "additionalProperties": False}
+
+
+def probes() -> list[tuple[str, str, dict, object]]:
+    """(kind, prompt, schema, the right value) for both schemas and every month."""
+    out = []
+    for m in range(1, 13):
+        name = calendar.month_name[m]
+        out.append(("month number", f"Month: {name}", MONTH, {"month": m}))
+        out.append(("ISO date", f"Date: {name} 14, 2026", DATE, {"date": f"2026-{m:02d}-14"}))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default=None, help="model directory (default: the embedded model)")
+    C.add_common_args(ap, device=False)
+    args = ap.parse_args()
+    C.setup_torch(args)
+    C.quiet_warnings()
+    import structgen as sg
+
+    gen = sg.Generator(sg.load_model(args.model))
+    rows, right, seen = [], {}, {}
+    with C.progress() as bar:
+        task = bar.add_task("probes", total=24)
+        for kind, prompt, schema, want in probes():
+            r = gen.generate(prompt, sg.JsonSchema(schema), max_tokens=24)
+            ok = r.value == want
+            right[kind] = right.get(kind, 0) + ok
+            seen.setdefault(kind, set()).add(json.dumps(r.value, sort_keys=True))
+            rows.append([kind, prompt, r.text, "yes" if ok else "no"])
+            bar.advance(task)
+    title = f"Month probes ({args.model or 'embedded model'})"
+    caption = "; ".join(f"{k}: {right[k]}/12 right, {len(seen[k])} distinct answers" for k in right)
+    C.console.print(C.table(title, ["probe", "prompt", "answer", "right"], rows, caption=caption))
+    C.write_json(args.json, {"env": C.environment(args), "model": args.model or "default",
+                             "right": right, "distinct": {k: len(v) for k, v in seen.items()},
+                             "answers": [{"prompt": p, "answer": a} for _, p, a, _ in rows]})
+
+
+if __name__ == "__main__":
+    main()
