@@ -182,6 +182,9 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
                frontier_block: int = 32) -> tuple[torch.Tensor, Noised]:
     """Noise the batch, run the model on it and return ``(loss, noised)`` (``loss`` is ``[B]`` with
     ``per_row``). ``logits_fn(model, ids, attention_mask, masked) -> [N, V]`` defaults to ``masked_logits``.
+
+    A copy-head model with a ``pointer_loss_weight`` (the conversion path) adds, in training mode only, its
+    pointer's own loss times that weight, on the masked positions whose target is not ``eos_id``.
     """
     noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator, prefix_share=prefix_share,
                        eos_id=eos_id, mask_power=mask_power, frontier_share=frontier_share,
