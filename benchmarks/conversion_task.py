@@ -29,11 +29,8 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-try:
-    import structgen  # noqa: F401
-except ImportError:  # pragma: no cover - a source checkout without `pip install -e .`
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402  (puts a source checkout on sys.path too)
 
 from structgen.models.copy_head import ModernBertWithCopyHead  # noqa: E402
 from structgen.train.objective import llada_loss  # noqa: E402
@@ -127,15 +124,13 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    try:
-        from rich.progress import track
-    except ImportError:  # pragma: no cover - rich is a dependency of structgen
-        def track(it, **_):
-            return it
     jobs = [(name, seed) for name in VARIANTS for seed in range(args.seeds)]
     results: dict[str, list[tuple[float, int, float]]] = {name: [] for name in VARIANTS}
-    for name, seed in track(jobs, description="training", transient=True):
-        results[name].append(run(name, seed, args))
+    with C.progress() as bar:
+        task = bar.add_task("training", total=len(jobs))
+        for name, seed in jobs:
+            results[name].append(run(name, seed, args))
+            bar.advance(task)
     print(f"{args.steps} steps x {args.batch} rows, {args.layers} x {args.hidden}, filler <= {args.filler} per side, "
           f"canvas {args.canvas}, "
           f"{args.seeds} seeds; months right from an empty canvas (distinct answers, 1 = a constant)")

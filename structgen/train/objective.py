@@ -193,11 +193,11 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     w = getattr(model, "pointer_loss_weight", 0.0) if logits_fn is None and model.training else 0.0
     if w:  # the copy head's pointer trains on its own loss too (ModernBertWithCopyHead.pointer_loss_weight)
         logits, pointer = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True)
-        loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
+    else:
+        logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
+    loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
+    if w:
         if eos_id is not None:  # not on the EOS tail: most of a canvas, it would teach every source to say EOS
             pointer = torch.where((targets != eos_id)[:, None], pointer, logits.detach())
         loss = loss + w * diffusion_loss(pointer, targets, noised, canvas_len, per_row=per_row)
-        return loss, noised
-    logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
-    loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
     return loss, noised
