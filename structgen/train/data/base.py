@@ -41,14 +41,32 @@ class Example:
     spec: Any
     target: str
     gold: Any
+    sources: tuple["ValueSource", ...] = ()  # where the request states the target's values (may be empty)
 
 
-Render = Callable[[random.Random], tuple[Any, str, Any, Any]]
+@dataclass(frozen=True)
+class ValueSource:
+    """Where a value of the target comes from: the target's ``"key": value`` pair (``value`` its canonical
+    JSON text) was rendered from ``texts`` of the request ("July 14, 2026" for ``"due": "2026-07-14"``). The
+    trainer turns these into pointer targets (``structgen.train.sources``): the copy head learns *which*
+    words a slot reads, converted values included, instead of finding them by matching alone."""
+
+    key: str
+    value: str
+    texts: tuple[str, ...]
+
+    @classmethod
+    def of(cls, key: str, value: Any, *texts: Any) -> "ValueSource":
+        return cls(key, canonical_json(value), tuple(str(t) for t in texts if t is not None and str(t).strip()))
+
+
+#: ``render(rng) -> (prompt, target, gold, spec)`` or ``(prompt, target, gold, spec, sources)``
+Render = Callable[[random.Random], tuple]
 
 
 @dataclass(frozen=True)
 class Template:
-    """``render(rng) -> (prompt, target, gold, spec)``."""
+    """``render(rng) -> (prompt, target, gold, spec[, sources])`` (``sources``: :class:`ValueSource` s)."""
 
     id: str
     family: str
@@ -113,8 +131,8 @@ def generate(family: str, split: str, templates: Sequence[Template], n: int, see
             perm = list(templates)
             order_rng.shuffle(perm)
         t = perm[i % len(templates)]
-        prompt, target, gold, spec = t.render(random.Random(f"{family_seed}/{split}/{seed}/{i}"))
-        out.append(Example(family, t.id, prompt, spec, target, gold))
+        prompt, target, gold, spec, *sources = t.render(random.Random(f"{family_seed}/{split}/{seed}/{i}"))
+        out.append(Example(family, t.id, prompt, spec, target, gold, tuple(sources[0]) if sources else ()))
     return out
 
 

@@ -17,6 +17,10 @@
 
 Every target is checked against its spec with the same validators decoding uses, so a file that would teach
 the model invalid output is refused before training, naming the line.
+
+For ``--source-loss``, each top-level string or number of an object target (a call's arguments) is its own
+source: where the prompt spells it, the pointer learns to read it there (``copied_sources``). A file has no
+way to say where a *converted* value comes from, so those get no pointer target.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from structgen.errors import ConfigError, StructgenError
 
-from .base import Example, canonical_json, ordered
+from .base import Example, ValueSource, canonical_json, ordered
 
 KINDS = ("schema", "tool", "regex")
 
@@ -105,7 +109,17 @@ def _example(row: Any, where: str, tool_spec: Any, specs: dict[str, Any]) -> tup
     except StructgenError as e:
         raise ConfigError(f"{where}: {e}") from None
     _check(spec, text, where)
-    return Example(family, f"file:{kind}", prompt, spec, text, target), split
+    values = target.get("arguments") if kind == "tool" else target
+    return Example(family, f"file:{kind}", prompt, spec, text, target, copied_sources(values)), split
+
+
+def copied_sources(values: Any) -> tuple[ValueSource, ...]:
+    """Each top-level string or number of the object ``values`` as its own source (nothing for other
+    targets); ``structgen.train.sources`` keeps those the prompt actually spells."""
+    if not isinstance(values, dict):
+        return ()
+    return tuple(ValueSource.of(k, v, v) for k, v in values.items()
+                 if isinstance(v, (str, int, float)) and not isinstance(v, bool))
 
 
 def _cached(specs: dict[str, Any], key: str, make) -> Any:
@@ -125,4 +139,4 @@ def _check(spec: Any, text: str, where: str) -> None:
                           "target or the spec")
 
 
-__all__ = ["load_file", "KINDS"]
+__all__ = ["load_file", "copied_sources", "KINDS"]

@@ -176,7 +176,10 @@ def _(rng, f):
     for slot, key, value in fields:
         f.add(slot, (key,), schema, value, texts[slot])
     f.slots.update((slot, text) for slot, text in texts.items() if slot not in ("a", "b"))  # a currency's amount
-    return [rng.choice(patterns)]
+    pattern = rng.choice(patterns)
+    if "{a}" not in pattern and "amount" in texts:  # the amount's symbol or code states the source currency
+        f.slots["a"] = texts["amount"]  # (read only as the value's source: the pattern has no {a})
+    return [pattern]
 
 
 def examples(n: int, seed: int = 0) -> list[Example]:

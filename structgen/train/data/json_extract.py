@@ -17,7 +17,7 @@ from typing import Any
 from structgen.spec import JsonSchema, _check_schema
 
 from . import vocab as V
-from .base import Registry, Template, camel, canonical_json, generate, say
+from .base import Registry, Template, ValueSource, camel, canonical_json, generate, say
 
 FAMILY = "json"
 REG = Registry(FAMILY)
@@ -54,6 +54,7 @@ class Fields:
         self.required: list[str] = []
         self.value: dict[str, Any] = {}
         self.slots: dict[str, Any] = {}
+        self.keyed: list[tuple[str, str]] = []  # (slot, key) of each stated field
 
     def key(self, names: tuple[str, ...]) -> str:
         options = [camel(n) if self.style == "camel" else n for n in names]
@@ -75,7 +76,14 @@ class Fields:
             return None
         self.value[k] = value
         self.slots[slot] = value if text is None else text
+        self.keyed.append((slot, k))
         return value
+
+    def sources(self) -> tuple[ValueSource, ...]:
+        """Where the text states each scalar value: its slot's final text (a template may restate a slot after
+        ``add``, as a boolean's phrase); objects and arrays are left out."""
+        return tuple(ValueSource.of(k, self.value[k], self.slots[slot]) for slot, k in self.keyed
+                     if self.slots.get(slot) is not None and not isinstance(self.value[k], (dict, list)))
 
     def schema(self) -> dict:
         s: dict[str, Any] = {"type": "object", "properties": self.props}
@@ -131,7 +139,7 @@ def _template(id: str, split: str = "train", registry: Registry = REG) -> Callab
             text = say(rng, patterns, f.slots)
             schema = f.schema()
             lead = rng.choice(_LEADS)
-            return lead + text, canonical_json(f.value), f.value, GeneratedSchema(schema)
+            return lead + text, canonical_json(f.value), f.value, GeneratedSchema(schema), f.sources()
 
         registry.add(Template(f"json.{id}", FAMILY, split, render))
         return fn

@@ -25,7 +25,7 @@ from structgen.errors import SpecError
 
 from . import tool_composed
 from . import vocab as V
-from .base import Registry, Template, canonical_json, generate, ordered, say
+from .base import Registry, Template, ValueSource, canonical_json, generate, ordered, say
 
 FAMILY = "tool"
 REG = Registry(FAMILY)
@@ -189,6 +189,25 @@ def _file(rng):
     return {"path": path}, {"path": path}
 
 
+#: per tool: argument -> the request slots its value is rendered from (the pointer targets of a call)
+ARG_SLOTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "get_weather": {"city": ("city",), "unit": ("unit",), "days": ("days",)},
+    "create_event": {"title": ("title",), "date": ("date",), "start_time": ("time",), "duration_minutes": ("dur",)},
+    "send_email": {"subject": ("subject",), "body": ("body",)},
+    "search_flights": {"origin": ("o",), "destination": ("d",), "date": ("date",), "passengers": ("pax",),
+                       "cabin": ("cab",)},
+    "set_reminder": {"text": ("task",), "at": ("date", "time", "tz")},
+    "convert_currency": {"amount": ("amt",), "from_currency": ("amt",), "to_currency": ("to",)},
+    "delete_file": {"path": ("path",)},
+}
+
+
+def _sources(tool: str, args: dict, slots: dict) -> tuple[ValueSource, ...]:
+    """Each scalar argument's request text (``ARG_SLOTS``); lists (recipients, attendees) are left out."""
+    return tuple(ValueSource.of(arg, args[arg], *(slots.get(s) for s in names))
+                 for arg, names in ARG_SLOTS[tool].items() if arg in args and not isinstance(args[arg], list))
+
+
 MAKERS = {"get_weather": _weather, "create_event": _event, "send_email": _email, "search_flights": _flight,
           "set_reminder": _reminder, "convert_currency": _currency, "delete_file": _file}
 
@@ -290,7 +309,7 @@ def _register(tool: str, id: str, split: str, kw: dict, patterns: tuple[str, ...
                             f"({', '.join(missing)}); guard it with <slot:...> in every phrasing")
         sp = _spec_for(tool, split, rng)
         call, target = call_target(sp, tool, args)
-        return text, target, call, sp
+        return text, target, call, sp, _sources(tool, args, slots)
 
     REG.add(Template(f"tool.{tool}.{id}", FAMILY, split, render))
 
