@@ -223,6 +223,9 @@ def train(
     convert_path: Optional[bool] = typer.Option(None, "--convert-path/--no-convert-path", help="Give the copy "
                                                 "head a conversion path (July -> 07 read off the source; "
                                                 "default off; docs/training.md)."),
+    source_loss: Optional[float] = typer.Option(None, "--source-loss", help="Weight of the pointer's source loss: "
+                                                "teach the copy head which request words each value comes "
+                                                "from (default 0 = off; docs/training.md)."),
     data: Optional[Path] = typer.Option(None, "--data", help="Train on your own examples instead: a .jsonl file, "
                                         "one {prompt, target, schema|tool|regex} per line (docs/training.md)."),
     tools: Optional[Path] = typer.Option(None, "--tools", help="The tools that 'tool' lines of --data call "
@@ -241,7 +244,8 @@ def train(
         cfg = TrainConfig.preset(preset, minutes=minutes, steps=steps, seed=seed, device=device, threads=threads,
                                  precision=precision, examples_per_family=examples_per_family,
                                  drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
-                                 attention_dropout=attention_dropout, copy_convert=convert_path)
+                                 attention_dropout=attention_dropout, copy_convert=convert_path,
+                                 source_loss=source_loss)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")

@@ -56,6 +56,8 @@ this class.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -69,6 +71,15 @@ COPY_DIM = 64
 _NEG = -1e9
 #: the neighbour bonuses' initial weights (left 1, left 2, right 1, right 2), in units of the score
 NEIGHBOUR_INIT = (2.0, 1.0, 2.0, 1.0)
+
+
+class PointerParts(NamedTuple):
+    """What the training losses read at the predicted positions besides the mixture: the pointer's own
+    ``log p`` (``pointer_loss_weight``) and its weights over the sources (the source loss)."""
+
+    mixed: torch.Tensor  # [N, V] log p of the mixture (what ``forward`` gives)
+    pointer: torch.Tensor  # [N, V] log p of the pointer alone (the generator's where nothing is visible)
+    attn: torch.Tensor  # [N, L] the pointer's weights over each row's positions (0 off the sources)
 
 
 class ModernBertWithCopyHead(ModernBertForMaskedLM):
@@ -106,12 +117,11 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
 
     def mixed_log_probs(self, hidden: torch.Tensor, ids: torch.Tensor, sources: torch.Tensor,
                         rows: torch.Tensor, cols: torch.Tensor, *, q_start: int = 0,
-                        pointer: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+                        pointer: bool = False) -> torch.Tensor | PointerParts:
         """``log p`` ``[N, V]`` at positions ``(rows, cols)`` from the last hidden states ``[B, L, d]``;
         ``sources`` ``[B, L]`` marks the tokens a position may copy from. Every ``cols`` is at least
-        ``q_start``: the pointer's queries are computed from there on only. With ``pointer``, also the
-        pointer's own ``log p`` (copy and conversion, without the generator; the generator's where there
-        is nothing to point at) for the pointer loss (``pointer_loss_weight``)."""
+        ``q_start``: the pointer's queries are computed from there on only. With ``pointer``, the
+        :class:`PointerParts` the training losses read (the pointer's own ``log p`` and weights)."""
         q = self.copy_q(hidden[:, q_start:])
         k = self.copy_k(hidden)
         scores = torch.matmul(q, k.transpose(1, 2)).float() / COPY_DIM ** 0.5  # [B, L - q_start, L]
@@ -141,7 +151,7 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         mixed = torch.logaddexp(log_g + gen_logp, log_not_g + log_pointer)
         if not pointer:
             return mixed
-        return mixed, torch.where(has_src, log_pointer, gen_logp)
+        return PointerParts(mixed, torch.where(has_src, log_pointer, gen_logp), attn)
 
     @property
     def pointer_loss_weight(self) -> float:
@@ -187,7 +197,7 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
     def masked_log_probs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None,
                          masked: torch.Tensor, *, pointer: bool = False):
         """``log p`` ``[N, V]`` at the ``masked`` positions only (training: row-major order); with
-        ``pointer``, ``(log p, the pointer's own log p)`` (``mixed_log_probs``)."""
+        ``pointer``, the :class:`PointerParts` there (``mixed_log_probs``)."""
         hidden = self.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
         rows, cols = torch.nonzero(masked, as_tuple=True)
         return self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask) & ~masked, rows, cols,
@@ -221,4 +231,4 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return MaskedLMOutput(loss=loss, logits=logits)
 
 
-__all__ = ["ModernBertWithCopyHead", "ARCHITECTURE"]
+__all__ = ["ModernBertWithCopyHead", "PointerParts", "ARCHITECTURE"]

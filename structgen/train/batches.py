@@ -13,6 +13,11 @@ length inside a window, cut into batches of at most ``batch_size`` rows and ``ma
 the batches shuffled, so padding stays small while the order stays random. Everything is drawn from a
 seeded ``random.Random``: the same seed gives the same batches.
 
+**Pointer targets** (``TrainConfig.source_loss``): a row may carry, for its value tokens, the prompt positions
+their value was rendered from (``structgen.train.sources``); a batch holds them as ``pointers`` ``[K, 3]``
+(``(b, i, j)``: position ``i`` of row ``b`` reads prompt position ``j``; an epoch's batches are built at once,
+so the dense ``[B, L, L]`` mask, ``Batch.sources()``, is made only when a step needs it), or None.
+
 **Length curriculum** (``batch_stream(competence=...)``): early in a run the rows come from the shortest
 share of the data only, with short EOS tails, and that share grows to everything (see
 ``TrainConfig.competence`` for why).
@@ -30,6 +35,7 @@ import torch
 
 from ..errors import ConfigError
 from ..models.base import DiffusionModel
+from .sources import pointer_targets
 from .tokenizer import encode_target
 
 
@@ -52,6 +58,7 @@ class Row:
     target_ids: tuple[int, ...]
     family: str
     cap: int  # the longest canvas that fits after this prompt
+    pointers: tuple = ()  # (target index, prompt positions) per value token (structgen.train.sources)
 
 
 @dataclass
@@ -60,6 +67,7 @@ class Batch:
     attention_mask: torch.Tensor  # [B, L] long, 1 = real token
     canvas: torch.Tensor  # [B, L] bool: the response positions (target + EOS tail)
     families: tuple[str, ...]
+    pointers: torch.Tensor | None = None  # [K, 3] int32 (row, position, prompt position it reads) or None
 
     @property
     def n_tokens(self) -> int:
@@ -67,11 +75,22 @@ class Batch:
 
     def to(self, device) -> "Batch":
         return Batch(self.input_ids.to(device), self.attention_mask.to(device), self.canvas.to(device),
-                     self.families)
+                     self.families, None if self.pointers is None else self.pointers.to(device))
+
+    def sources(self) -> torch.Tensor | None:
+        """``[B, L, L]`` bool: ``[b, i, j]`` where position ``i`` of row ``b`` reads prompt position ``j``."""
+        if self.pointers is None:
+            return None
+        B, L = self.input_ids.shape
+        dense = torch.zeros((B, L, L), dtype=torch.bool, device=self.input_ids.device)
+        p = self.pointers.long()
+        dense[p[:, 0], p[:, 1], p[:, 2]] = True
+        return dense
 
 
-def encode_examples(examples: Sequence, tokenizer, cfg) -> tuple[list[Row], Counter]:
-    """Rows for ``examples`` and the count of dropped ones by reason (prompt or target too long)."""
+def encode_examples(examples: Sequence, tokenizer, cfg, *, pointers: bool = False) -> tuple[list[Row], Counter]:
+    """Rows for ``examples`` and the count of dropped ones by reason (prompt or target too long); with
+    ``pointers``, each row's pointer targets from its example's ``sources``."""
     enc = PromptEncoder(tokenizer)
     rows: list[Row] = []
     dropped: Counter = Counter()
@@ -82,7 +101,9 @@ def encode_examples(examples: Sequence, tokenizer, cfg) -> tuple[list[Row], Coun
         if cap < max(1, len(target)):
             dropped["prompt too long" if cap < 1 else "target too long"] += 1
             continue
-        rows.append(Row(tuple(prompt), tuple(target), ex.family, cap))
+        where = (pointer_targets(tokenizer, prompt, ex.target, target, getattr(ex, "sources", ()))
+                 if pointers else ())
+        rows.append(Row(tuple(prompt), tuple(target), ex.family, cap, where))
     return rows, dropped
 
 
@@ -98,7 +119,9 @@ def assemble(rows: Sequence[Row], canvases: Sequence[int], pad_id: int, eos_id: 
         ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
         att[i, : len(s)] = 1
         canvas[i, len(r.prompt_ids): len(s)] = True
-    return Batch(ids, att, canvas, tuple(r.family for r in rows))
+    triples = [(b, len(r.prompt_ids) + t, j) for b, r in enumerate(rows) for t, js in r.pointers for j in js]
+    pointers = torch.tensor(triples, dtype=torch.int32) if triples else None
+    return Batch(ids, att, canvas, tuple(r.family for r in rows), pointers)
 
 
 def epoch_batches(rows: Sequence[Row], cfg, rng: random.Random, pad_id: int, eos_id: int,

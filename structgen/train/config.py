@@ -55,6 +55,8 @@ class TrainConfig:
     copy_convert: bool = False  # the pointer's conversion path: "July" -> 07 read off the source (run 18)
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
+    source_loss: float = 0.0  # the weight of the pointer's source loss: put the pointer on the request words a
+    # value was rendered from (structgen.train.sources; 0 = off; needs the copy head; run 20)
     dropout: float = 0.0  # ModernBERT's embedding and MLP dropout while training (off when decoding); 0.1 lowered
     # the held-out loss in run 12
     attention_dropout: float | None = None  # the attention probabilities' dropout (None = ``dropout``): on CPU it
@@ -144,6 +146,11 @@ class TrainConfig:
             raise ConfigError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads})")
         if not (isinstance(self.pointer_loss, (int, float)) and self.pointer_loss >= 0):
             raise ConfigError(f"pointer_loss must be a number >= 0, got {self.pointer_loss!r}")
+        if not (isinstance(self.source_loss, (int, float)) and self.source_loss >= 0):
+            raise ConfigError(f"source_loss must be a number >= 0, got {self.source_loss!r}")
+        if self.source_loss and not self.copy_head:
+            raise ConfigError("source_loss (--source-loss) trains the copy head's pointer: set copy_head=True (the "
+                              "small preset has it, tiny does not)")
         if self.copy_convert and not self.copy_head:
             raise ConfigError("copy_convert (--convert-path) needs the copy head: set copy_head=True (the small "
                               "preset has it, tiny does not)")

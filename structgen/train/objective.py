@@ -174,28 +174,53 @@ def diffusion_loss(logits: torch.Tensor, targets: torch.Tensor, noised: Noised, 
     return (ce * w).sum() / B
 
 
+def source_nll(attn: torch.Tensor, where: torch.Tensor, masked: torch.Tensor, *,
+               per_row: bool = False) -> torch.Tensor:
+    """The source loss: the mean over masked positions with pointer targets of ``-log sum_{j in where} a_j``
+    (the pointer's weight ``attn`` ``[N, L]`` on the positions ``where`` ``[N, L]`` marks), or ``[B]`` with
+    ``per_row`` (each row's share of that mean). Any of the marked positions will do: which token of
+    "July 14, 2026" a month slot reads is left to the other losses. Zero when no position has targets."""
+    has = where.any(dim=-1)
+    B = masked.shape[0]
+    if not bool(has.any()):
+        return attn.new_zeros(B) if per_row else attn.new_zeros(())
+    nll = -torch.log((attn[has] * where[has]).sum(dim=-1) + 1e-6)
+    if not per_row:
+        return nll.mean()
+    row = torch.nonzero(masked, as_tuple=True)[0][has]
+    return attn.new_zeros(B).index_add_(0, row, nll) * (B / nll.numel())
+
+
 def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, canvas: torch.Tensor,
                mask_id: int, *, eps: float = 1e-3, generator: torch.Generator | None = None,
                logits_fn: Callable | None = None, per_row: bool = False,
                prefix_share: float = 0.0, eos_id: int | None = None,
                mask_power: float = 1.0, frontier_share: float = 0.0,
-               frontier_block: int = 32) -> tuple[torch.Tensor, Noised]:
+               frontier_block: int = 32, sources: torch.Tensor | None = None,
+               source_loss: float = 0.0) -> tuple[torch.Tensor, Noised]:
     """Noise the batch, run the model on it and return ``(loss, noised)`` (``loss`` is ``[B]`` with
     ``per_row``). ``logits_fn(model, ids, attention_mask, masked) -> [N, V]`` defaults to ``masked_logits``.
 
     A copy-head model with a ``pointer_loss_weight`` (the conversion path) adds, in training mode only, its
-    pointer's own loss times that weight, on the masked positions whose target is not ``eos_id``.
+    pointer's own loss times that weight, on the masked positions whose target is not ``eos_id``. With
+    ``sources`` (``Batch.sources``) and ``source_loss`` > 0, a copy-head model in training mode also adds
+    ``source_loss`` times the *source loss* (``source_nll``): at each masked position that has pointer
+    targets, ``-log`` of the pointer's weight on the prompt positions its value was rendered from.
     """
     noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator, prefix_share=prefix_share,
                        eos_id=eos_id, mask_power=mask_power, frontier_share=frontier_share,
                        frontier_block=frontier_block)
     targets, canvas_len = input_ids[noised.masked], noised.canvas.sum(dim=1)
-    w = getattr(model, "pointer_loss_weight", 0.0) if logits_fn is None and model.training else 0.0
-    if w:  # the copy head's pointer trains on its own loss too (ModernBertWithCopyHead.pointer_loss_weight)
-        logits, pointer = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True)
+    parts = logits_fn is None and model.training and hasattr(model, "masked_log_probs")
+    w = getattr(model, "pointer_loss_weight", 0.0) if parts else 0.0
+    ws = source_loss if parts and sources is not None else 0.0
+    if w or ws:  # the copy head's pointer trains on its own losses too (copy_head.PointerParts)
+        logits, pointer, attn = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True)
     else:
         logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
     loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
+    if ws:
+        loss = loss + ws * source_nll(attn, sources[noised.masked], noised.masked, per_row=per_row)
     if w:
         if eos_id is not None:  # not on the EOS tail: most of a canvas, it would teach every source to say EOS
             pointer = torch.where((targets != eos_id)[:, None], pointer, logits.detach())

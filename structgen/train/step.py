@@ -34,7 +34,8 @@ def training_step(model, opt, batch: Batch, cfg: TrainConfig, mask_id: int, eos_
         loss, _ = llada_loss(model, batch.input_ids, batch.attention_mask, batch.canvas, mask_id, eps=cfg.eps,
                              generator=noise, prefix_share=cfg.prefix_share, eos_id=eos_id,
                              mask_power=cfg.mask_power, frontier_share=cfg.frontier_share,
-                             frontier_block=cfg.frontier_block)
+                             frontier_block=cfg.frontier_block,
+                             sources=batch.sources() if cfg.source_loss else None, source_loss=cfg.source_loss)
     if not bool(torch.isfinite(loss)):
         return None
     opt.zero_grad(set_to_none=True)

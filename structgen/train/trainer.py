@@ -235,7 +235,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         _seed_everything(cfg.seed)
         data = data or load_data(cfg)
         tok = build_tokenizer(cfg, data.corpus if data.corpus is not None else corpus_of(data.train))
-        rows, dropped = encode_examples(data.train, tok, cfg)
+        rows, dropped = encode_examples(data.train, tok, cfg, pointers=cfg.source_loss > 0)
         held_rows, held_dropped = encode_examples(data.heldout, tok, cfg)
         if not rows:
             raise ConfigError(f"no training example fits (dropped: {dict(dropped) or 'none given'}); raise "
