@@ -10,13 +10,18 @@ the same number of steps and seeds:
 - ``copy head``: the pointer copies, the generator must do the map through its layers;
 - ``+ conversion path``: the pointer may also emit a token read off the source (``copy_head_convert``);
 - ``+ pointer loss``: the same, with the pointer's own loss beside the mixture's (``copy_head_pointer_loss``),
-  not on the EOS tail, as ``structgen train`` trains it; ``, EOS too``: on every masked position.
+  not on the EOS tail, as ``structgen train`` trains it; ``, EOS too``: on every masked position;
+- ``+ source loss``: the pointer loss and the *source loss* (``structgen train --source-loss``): the pointer
+  is told which prompt position the answer comes from. With ``--distractors N`` the prompt also holds N
+  other month words (no key before them), as a real request holds several candidates: matching alone
+  then cannot say which word a slot reads.
 
 Each then writes the answer for every month from an empty canvas (several fillers each); the script prints
 the share right and how many distinct answers it gave (1 = a constant). Figures only; nothing is asserted.
 
-    python benchmarks/conversion_task.py                       # 3 seeds x 1,000 steps, about 7 minutes
+    python benchmarks/conversion_task.py                       # 5 variants x 3 seeds x 1,000 steps, about 9 minutes
     python benchmarks/conversion_task.py --canvas 16           # a longer EOS tail, as real canvases have
+    python benchmarks/conversion_task.py --canvas 16 --distractors 2 --variants "+ pointer loss" "+ source loss"
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ V, PAD, EOS, MASK, KEY = 256, 0, 1, 2, 3
 MONTHS = list(range(10, 22))  # the source words
 MAP = {w: 60 + (5 * i) % 12 for i, w in enumerate(MONTHS)}  # their conversions: never in any prompt
 FILLER = range(100, V)
-#: name -> (conversion path, pointer loss weight, pointer loss on EOS targets too)
-VARIANTS = {"copy head": (False, 0.0, False), "+ conversion path": (True, 0.0, False),
-            "+ pointer loss": (True, 0.3, False), "+ pointer loss, EOS too": (True, 0.3, True)}
+#: name -> (conversion path, pointer loss weight, pointer loss on EOS targets too, source loss weight)
+VARIANTS = {"copy head": (False, 0.0, False, 0.0), "+ conversion path": (True, 0.0, False, 0.0),
+            "+ pointer loss": (True, 0.3, False, 0.0), "+ pointer loss, EOS too": (True, 0.3, True, 0.0),
+            "+ source loss": (True, 0.3, False, 1.0)}
 
 
 def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: int) -> ModernBertWithCopyHead:
@@ -56,57 +62,67 @@ def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: in
     return ModernBertWithCopyHead(cfg)
 
 
-def prompt(rng: random.Random, w: int, filler: int) -> list[int]:
+def prompt(rng: random.Random, w: int, filler: int, distractors: int = 0) -> tuple[list[int], int]:
+    """Filler, ``KEY w``, filler, with ``distractors`` other month words among the filler; and where ``w`` is."""
     before = [rng.choice(FILLER) for _ in range(rng.randint(0, filler))]
     after = [rng.choice(FILLER) for _ in range(rng.randint(0, filler))]
-    return before + [KEY, w] + after
+    for _ in range(distractors):
+        side = before if rng.random() < 0.5 else after
+        side.insert(rng.randint(0, len(side)), rng.choice([m for m in MONTHS if m != w]))
+    return before + [KEY, w] + after, len(before) + 1
 
 
-def batch(rng: random.Random, n: int, filler: int, canvas_len: int):
+def batch(rng: random.Random, n: int, filler: int, canvas_len: int, distractors: int = 0):
+    """``(ids, attention mask, canvas, sources)``: ``sources[i, a, j]`` marks row ``i``'s answer ``a`` and
+    the position ``j`` of its month word (the source loss's target)."""
     rows = []
     for _ in range(n):
         w = rng.choice(MONTHS)
-        rows.append((prompt(rng, w, filler), [MAP[w]] + [EOS] * (canvas_len - 1)))
-    L = max(len(p) + len(c) for p, c in rows)
+        p, at = prompt(rng, w, filler, distractors)
+        rows.append((p, [MAP[w]] + [EOS] * (canvas_len - 1), at))
+    L = max(len(p) + len(c) for p, c, _ in rows)
     ids = torch.full((n, L), PAD)
     att = torch.zeros(n, L, dtype=torch.long)
     canvas = torch.zeros(n, L, dtype=torch.bool)
-    for i, (p, c) in enumerate(rows):
+    sources = torch.zeros(n, L, L, dtype=torch.bool)
+    for i, (p, c, at) in enumerate(rows):
         ids[i, :len(p) + len(c)] = torch.tensor(p + c)
         att[i, :len(p) + len(c)] = 1
         canvas[i, len(p):len(p) + len(c)] = True
-    return ids, att, canvas
+        sources[i, len(p), at] = True
+    return ids, att, canvas, sources
 
 
 @torch.no_grad()
-def answers(model, rng: random.Random, filler: int, canvas_len: int, per_month: int) -> list[tuple[int, int]]:
+def answers(model, rng: random.Random, filler: int, canvas_len: int, per_month: int,
+            distractors: int = 0) -> list[tuple[int, int]]:
     """(wanted, written) for every month, ``per_month`` fillers each, decoded from an empty canvas."""
     out = []
     for w in MONTHS:
         for _ in range(per_month):
-            p = prompt(rng, w, filler)
+            p, _ = prompt(rng, w, filler, distractors)
             ids = torch.tensor([p + [MASK] * canvas_len])
             out.append((MAP[w], int(model(input_ids=ids).logits[0, len(p)].argmax())))
     return out
 
 
 def run(name: str, seed: int, args) -> tuple[float, int, float]:
-    convert, pointer_loss, eos_too = VARIANTS[name]
+    convert, pointer_loss, eos_too, source_loss = VARIANTS[name]
     model = build(convert, pointer_loss, seed, args.hidden, args.layers).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     rng, noise = random.Random(seed), torch.Generator().manual_seed(seed)
     t0 = time.time()
     for _ in range(args.steps):
-        ids, att, canvas = batch(rng, args.batch, args.filler, args.canvas)
+        ids, att, canvas, sources = batch(rng, args.batch, args.filler, args.canvas, args.distractors)
         # eos_id only tells the pointer loss to skip the EOS tail here (no prefix or frontier rows)
         loss, _ = llada_loss(model, ids, att, canvas, MASK, generator=noise, eos_id=None if eos_too else EOS,
-                             mask_power=0.5)
+                             mask_power=0.5, sources=sources, source_loss=source_loss)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     model.eval()
-    got = answers(model, random.Random(seed + 1000), args.filler, args.canvas, 5)
+    got = answers(model, random.Random(seed + 1000), args.filler, args.canvas, 5, args.distractors)
     right = sum(a == b for a, b in got) / len(got)
     return right, len({b for _, b in got}), time.time() - t0
 
@@ -121,18 +137,20 @@ def main() -> None:
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--distractors", type=int, default=0, help="other month words in each prompt")
+    ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    jobs = [(name, seed) for name in VARIANTS for seed in range(args.seeds)]
-    results: dict[str, list[tuple[float, int, float]]] = {name: [] for name in VARIANTS}
+    jobs = [(name, seed) for name in args.variants for seed in range(args.seeds)]
+    results: dict[str, list[tuple[float, int, float]]] = {name: [] for name in args.variants}
     with C.progress() as bar:
         task = bar.add_task("training", total=len(jobs))
         for name, seed in jobs:
             results[name].append(run(name, seed, args))
             bar.advance(task)
     print(f"{args.steps} steps x {args.batch} rows, {args.layers} x {args.hidden}, filler <= {args.filler} per side, "
-          f"canvas {args.canvas}, "
+          f"canvas {args.canvas}, {args.distractors} distractor months, "
           f"{args.seeds} seeds; months right from an empty canvas (distinct answers, 1 = a constant)")
     for name, rs in results.items():
         cells = ", ".join(f"{r:.0%} ({d})" for r, d, _ in rs)

@@ -4,7 +4,9 @@ Two schemas, each asked for every month: ``{"month": integer 1-12}`` from "Month
 ``{"date": string, format date}`` from "Date: July 14, 2026". A model that reads the word writes ``7`` and
 ``2026-07-14``; one that does not writes the same month for every name (the shipped run 11 writes 7 for
 every "Month: ..." and 2026-07-14 for almost every date; training log, run 17). Decoded with the default
-``sg.Generator`` (constrained), so the figures are what a user would get. Figures only; nothing is asserted.
+``sg.Generator`` (constrained), so the figures are what a user would get. For a copy-head model it also
+prints where the pointer looks: its weight on the month word at the month's slot, with the answer written
+up to that slot and the rest masked (run 19's pointer put 0.00 there). Figures only; nothing is asserted.
 
     python benchmarks/month_probe.py                   # the embedded model
     python benchmarks/month_probe.py --model DIR --json probe.json
@@ -27,6 +29,33 @@ DATE = {"type": "object", "properties": {"date": {"type": "string", "format": "d
         "required": ["date"], "additionalProperties": False}
 
 
+#: the answer up to the month's slot, per probe kind
+PREFIX = {"month number": '{"month": ', "ISO date": '{"date": "2026-'}
+
+
+def pointer_on_word(model, prompt: str, schema: dict, prefix: str, word: str, canvas: int = 24) -> float | None:
+    """The copy head's weight on the prompt tokens of ``word`` at the first position after ``prefix``
+    (the rest of the canvas masked); None for a model without a copy head."""
+    import torch
+
+    import structgen as sg
+    from structgen.train.sources import text_positions
+
+    hf = model.model
+    if not hasattr(hf, "mixed_log_probs"):
+        return None
+    prompt_ids = model.encode_prompt(sg.JsonSchema(schema).render_prompt(prompt))
+    answer = model.tokenizer.encode(prefix, add_special_tokens=False)
+    ids = torch.tensor([prompt_ids + answer + [model.mask_id] * (canvas - len(answer))], device=model.device)
+    slot = len(prompt_ids) + len(answer)
+    with torch.no_grad():
+        hidden = hf.model(input_ids=ids).last_hidden_state
+        parts = hf.mixed_log_probs(hidden, ids, ids != model.mask_id, torch.tensor([0]), torch.tensor([slot]),
+                                   pointer=True)
+    on_word = text_positions(model.tokenizer, prompt_ids, word)  # every token of the word
+    return float(parts.attn[0, on_word].sum()) if on_word else 0.0
+
+
 def probes() -> list[tuple[str, str, dict, object]]:
     """(kind, prompt, schema, the right value) for both schemas and every month."""
     out = []
@@ -46,8 +75,9 @@ def main() -> None:
     C.quiet_warnings()
     import structgen as sg
 
-    gen = sg.Generator(sg.load_model(args.model))
-    rows, right, seen = [], {}, {}
+    model = sg.load_model(args.model)
+    gen = sg.Generator(model)
+    rows, right, seen, pointed = [], {}, {}, {}
     with C.progress() as bar:
         task = bar.add_task("probes", total=24)
         for kind, prompt, schema, want in probes():
@@ -55,14 +85,21 @@ def main() -> None:
             ok = r.value == want
             right[kind] = right.get(kind, 0) + ok
             seen.setdefault(kind, set()).add(json.dumps(r.value, sort_keys=True))
-            rows.append([kind, prompt, r.text, "yes" if ok else "no"])
+            w = pointer_on_word(model, prompt, schema, PREFIX[kind], prompt.split()[1])
+            if w is not None:
+                pointed.setdefault(kind, []).append(w)
+            rows.append([kind, prompt, r.text, "yes" if ok else "no", "-" if w is None else f"{w:.2f}"])
             bar.advance(task)
     title = f"Month probes ({args.model or 'embedded model'})"
-    caption = "; ".join(f"{k}: {right[k]}/12 right, {len(seen[k])} distinct answers" for k in right)
-    C.console.print(C.table(title, ["probe", "prompt", "answer", "right"], rows, caption=caption))
+    caption = "; ".join(f"{k}: {right[k]}/12 right, {len(seen[k])} distinct answers"
+                        + (f", pointer on the month word {sum(pointed[k]) / 12:.2f}" if k in pointed else "")
+                        for k in right)
+    C.console.print(C.table(title, ["probe", "prompt", "answer", "right", "pointer on the month"], rows,
+                            caption=caption))
     C.write_json(args.json, {"env": C.environment(args), "model": args.model or "default",
                              "right": right, "distinct": {k: len(v) for k, v in seen.items()},
-                             "answers": [{"prompt": p, "answer": a} for _, p, a, _ in rows]})
+                             "pointer_on_month": {k: sum(v) / len(v) for k, v in pointed.items()},
+                             "answers": [{"prompt": p, "answer": a} for _, p, a, *_ in rows]})
 
 
 if __name__ == "__main__":
