@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import weakref
 from array import array
 from collections.abc import Sequence
 
@@ -113,16 +114,17 @@ def _narrowed(tok, prompt_ids: Sequence[int], target_ids: Sequence[int], value: 
     return out
 
 
-_WORDISH: dict[tuple[int, int], bool] = {}
+_WORDISH: "weakref.WeakKeyDictionary[object, dict[int, bool]]" = weakref.WeakKeyDictionary()
 
 
 def _is_word(tok, token_id: int) -> bool:
-    """Whether a token has a character that is neither space nor punctuation (letters, digits, ``£``)."""
-    key = (id(tok), token_id)
-    if key not in _WORDISH:
+    """Whether a token has a character that is neither space nor punctuation (letters, digits, ``£``);
+    remembered per tokenizer."""
+    seen = _WORDISH.setdefault(tok, {})
+    if token_id not in seen:
         text = tok.decode([token_id])
-        _WORDISH[key] = any(not c.isspace() and not unicodedata.category(c).startswith("P") for c in text)
-    return _WORDISH[key]
+        seen[token_id] = any(not c.isspace() and not unicodedata.category(c).startswith("P") for c in text)
+    return seen[token_id]
 
 
 __all__ = ["Pointer", "find_runs", "text_positions", "value_tokens", "pointer_targets"]
