@@ -170,9 +170,9 @@ def test_the_source_loss_teaches_the_pointer_where_a_value_comes_from():
         sources[torch.arange(16), 6, torch.tensor(where)] = True
         return ids, canvas, sources
 
-    def weight_on_source(n=64):
+    def weight_on_source():
         m.eval()
-        ids, canvas, sources = batch(torch.Generator().manual_seed(99))
+        ids, _, sources = batch(torch.Generator().manual_seed(99))
         ids = ids.clone()
         ids[:, 6:] = MASK
         with torch.no_grad():
