@@ -47,11 +47,10 @@ def pointer_on_word(model, prompt: str, schema: dict, prefix: str, word: str, ca
     prompt_ids = model.encode_prompt(sg.JsonSchema(schema).render_prompt(prompt))
     answer = model.tokenizer.encode(prefix, add_special_tokens=False)
     ids = torch.tensor([prompt_ids + answer + [model.mask_id] * (canvas - len(answer))], device=model.device)
-    slot = len(prompt_ids) + len(answer)
+    slot = torch.zeros_like(ids, dtype=torch.bool)
+    slot[0, len(prompt_ids) + len(answer)] = True
     with torch.no_grad():
-        hidden = hf.model(input_ids=ids).last_hidden_state
-        parts = hf.mixed_log_probs(hidden, ids, ids != model.mask_id, torch.tensor([0]), torch.tensor([slot]),
-                                   pointer=True)
+        parts = hf.masked_log_probs(ids, None, slot, pointer=True)
     on_word = text_positions(model.tokenizer, prompt_ids, word)  # every token of the word
     return float(parts.attn[0, on_word].sum()) if on_word else 0.0
 

@@ -101,8 +101,7 @@ def encode_examples(examples: Sequence, tokenizer, cfg, *, pointers: bool = Fals
         if cap < max(1, len(target)):
             dropped["prompt too long" if cap < 1 else "target too long"] += 1
             continue
-        where = (pointer_targets(tokenizer, prompt, ex.target, target, getattr(ex, "sources", ()))
-                 if pointers else ())
+        where = pointer_targets(tokenizer, prompt, ex.target, target, ex.sources) if pointers else ()
         rows.append(Row(tuple(prompt), tuple(target), ex.family, cap, where))
     return rows, dropped
 

@@ -178,8 +178,9 @@ def source_nll(attn: torch.Tensor, where: torch.Tensor, masked: torch.Tensor, *,
                per_row: bool = False) -> torch.Tensor:
     """The source loss: the mean over masked positions with pointer targets of ``-log sum_{j in where} a_j``
     (the pointer's weight ``attn`` ``[N, L]`` on the positions ``where`` ``[N, L]`` marks), or ``[B]`` with
-    ``per_row`` (each row's share of that mean). Any of the marked positions will do: which token of
-    "July 14, 2026" a month slot reads is left to the other losses. Zero when no position has targets."""
+    ``per_row`` (each row's share of that mean). Any of the marked positions will do (a word the request
+    states twice is marked twice); ``structgen.train.sources`` keeps them narrow. Zero when no position has
+    targets."""
     has = where.any(dim=-1)
     B = masked.shape[0]
     if not bool(has.any()):
