@@ -223,6 +223,9 @@ def train(
     convert_path: Optional[bool] = typer.Option(None, "--convert-path/--no-convert-path", help="Give the copy "
                                                 "head a conversion path (July -> 07 read off the source; "
                                                 "default off; docs/training.md)."),
+    convert_maps: Optional[int] = typer.Option(None, "--convert-maps", help="With --convert-path: conversion "
+                                               "maps per source word that the reading slot chooses among "
+                                               "(January -> 01 in a date, 1 as an integer; default 1)."),
     source_loss: Optional[float] = typer.Option(None, "--source-loss", help="Weight of the pointer's source loss: "
                                                 "teach the copy head which request words each value comes "
                                                 "from (default 0 = off; docs/training.md)."),
@@ -245,7 +248,7 @@ def train(
                                  precision=precision, examples_per_family=examples_per_family,
                                  drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
                                  attention_dropout=attention_dropout, copy_convert=convert_path,
-                                 source_loss=source_loss)
+                                 convert_maps=convert_maps, source_loss=source_loss)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")

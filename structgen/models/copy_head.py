@@ -40,6 +40,19 @@ so without ``e`` every source converted to the same token. The decoder is the ge
 is then a per-token map learnt where the word is, found through the same pointer that copies. It costs one
 vocabulary projection per position and a ``[L, L] x [L, V]`` product per row.
 
+**Maps the slot chooses** (``config.copy_head_convert_maps`` = K, default 1): one map per source converts a
+word to one token wherever it is read, but "January" is ``01`` inside a date and ``1`` as an integer (run
+21 wrote dates' months right and bare months wrong). With K maps per source the reading slot mixes them,
+
+    conv_i(v) = sum_k m_ik sum_j a_ij conv_jk(v),   m_i = softmax(M h_i),  conv_jk from the k-th slice of C
+
+with ``M`` initialised at random, so that slots pick differently from the start (from an even mix every map
+gets the same gradient and they never part). The slot only *chooses* among what the source offers: it cannot
+write a token of its own through this path. (A product of experts, ``conv_i ∝ f_i * sum_j a_ij conv_j``
+with a slot distribution ``f_i`` over the vocabulary, was tried first: on the full data ``f`` became a
+second generator and the maps went flat; training log, run 22.) It costs K vocabulary projections per
+position and K ``[L, L] x [L, V]`` products per row.
+
 **Pointer loss** (``config.copy_head_pointer_loss``, the trainer sets it with the conversion path): a
 mixture trains each part in proportion to its share of the right answer, so when the generator is ahead at
 a slot early on (a constant month is right one time in twelve), the pointer's part there gets almost no
@@ -95,17 +108,31 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
             nn.init.normal_(lin.weight, std=0.02)
         nn.init.zeros_(self.copy_gate.bias)
         if getattr(config, "copy_head_convert", False):
-            self.copy_convert = nn.Linear(2 * d, d, bias=False)
+            self.copy_convert = nn.Linear(2 * d, self.convert_maps * d, bias=False)
             self.copy_convert_gate = nn.Linear(d, 1)
             nn.init.normal_(self.copy_convert.weight, std=0.02)
             nn.init.normal_(self.copy_convert_gate.weight, std=0.02)
             nn.init.zeros_(self.copy_convert_gate.bias)
+            if self.convert_maps > 1:
+                self.copy_convert_pick = nn.Linear(d, self.convert_maps)
+                # picks that differ from slot to slot from the start: an even mix gives every map the same
+                # gradient, and they never part (benchmarks/conversion_task.py --forms 2)
+                nn.init.normal_(self.copy_convert_pick.weight, std=3 * d ** -0.5)
+                nn.init.zeros_(self.copy_convert_pick.bias)
         if getattr(config, "copy_head_neighbours", False):
             self.copy_neighbour = nn.Linear(d, len(NEIGHBOUR_INIT))
             nn.init.normal_(self.copy_neighbour.weight, std=0.02)
             with torch.no_grad():
                 self.copy_neighbour.bias.copy_(torch.tensor(NEIGHBOUR_INIT))
         config.architectures = [ARCHITECTURE]
+
+    @property
+    def convert_maps(self) -> int:
+        """K: the conversion maps per source that a slot chooses among (module docstring; 1 without it)."""
+        k = getattr(self.config, "copy_head_convert_maps", 1) or 1
+        if not isinstance(k, int) or k < 1:
+            raise ModelLoadError(f"config.copy_head_convert_maps must be a positive integer, got {k!r}")
+        return k
 
     @property
     def copy_mask_id(self) -> int:
@@ -144,7 +171,8 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         log_not_g = torch.where(has_src, F.logsigmoid(-gate), torch.full_like(gate, _NEG))
         log_pointer = torch.log(p_copy + 1e-9)
         if hasattr(self, "copy_convert"):
-            p_conv = self._converted(hidden, ids, attn, rows, cols - q_start, q_rows=hidden.shape[1] - q_start)
+            p_conv = self._converted(hidden, ids, attn, rows, cols - q_start, q_rows=hidden.shape[1] - q_start,
+                                     slot=h)
             c = self.copy_convert_gate(h).float()
             log_pointer = torch.logaddexp(F.logsigmoid(-c) + log_pointer,
                                           F.logsigmoid(c) + torch.log(p_conv + 1e-9))
@@ -162,15 +190,21 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return float(getattr(self.config, "copy_head_pointer_loss", 0.0) or 0.0)
 
     def _converted(self, hidden: torch.Tensor, ids: torch.Tensor, attn: torch.Tensor, rows: torch.Tensor,
-                   qcols: torch.Tensor, q_rows: int) -> torch.Tensor:
-        """``[N, V]``: ``sum_j a_ij conv_j`` for each position (module docstring), as one batched product of
-        the pointer weights ``attn`` ``[N, L]`` (laid out per row) with every position's ``conv_j``."""
-        B, L, _ = hidden.shape
+                   qcols: torch.Tensor, q_rows: int, slot: torch.Tensor) -> torch.Tensor:
+        """``[N, V]``: ``sum_k m_ik sum_j a_ij conv_jk`` for each position (module docstring), as batched
+        products of the pointer weights ``attn`` ``[N, L]`` (laid out per row) with every position's
+        ``conv_jk``, one per map; ``slot`` ``[N, d]``: the reading positions' hidden states, which pick."""
+        B, L, d = hidden.shape
+        K = self.convert_maps
         own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids))  # the source token itself
         both = torch.cat([hidden, own.to(hidden.dtype)], dim=-1)
-        conv = torch.softmax(self.decoder(self.head(self.copy_convert(both))).float(), dim=-1)  # [B, L, V]
+        maps = self.copy_convert(both).view(B, L, K, d)
+        conv = torch.softmax(self.decoder(self.head(maps)).float(), dim=-1)  # [B, L, K, V]
         dense = attn.new_zeros(B, q_rows, L).index_put((rows, qcols), attn)
-        return torch.bmm(dense, conv)[rows, qcols]
+        if K == 1:
+            return torch.bmm(dense, conv[:, :, 0])[rows, qcols]
+        pick = torch.softmax(self.copy_convert_pick(slot).float(), dim=-1)  # [N, K]
+        return sum(pick[:, k:k + 1] * torch.bmm(dense, conv[:, :, k])[rows, qcols] for k in range(K))
 
     @staticmethod
     def _neighbour_bonus(ids: torch.Tensor, visible: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,

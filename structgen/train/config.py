@@ -53,6 +53,8 @@ class TrainConfig:
     copy_head: bool = True  # a pointer head over the visible tokens (structgen.models.copy_head)
     copy_neighbours: bool = True  # the pointer's span-continuation bonuses (copy_head's docstring)
     copy_convert: bool = False  # the pointer's conversion path: "July" -> 07 read off the source (run 18)
+    convert_maps: int = 1  # with copy_convert: conversion maps per source that the reading slot chooses among
+    # ("January" is 01 in a date, 1 as an integer; structgen.models.copy_head, run 23)
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
     source_loss: float = 0.0  # the weight of the pointer's source loss: put the pointer on the request words a
@@ -154,6 +156,11 @@ class TrainConfig:
         if self.copy_convert and not self.copy_head:
             raise ConfigError("copy_convert (--convert-path) needs the copy head: set copy_head=True (the small "
                               "preset has it, tiny does not)")
+        if not isinstance(self.convert_maps, int) or isinstance(self.convert_maps, bool) or self.convert_maps < 1:
+            raise ConfigError(f"convert_maps must be a positive integer, got {self.convert_maps!r}")
+        if self.convert_maps > 1 and not (self.copy_head and self.copy_convert):
+            raise ConfigError(f"convert_maps={self.convert_maps} (--convert-maps) gives the copy head's conversion "
+                              "path several maps: set copy_convert=True too (--convert-path)")
         if self.vocab_size < 300:
             raise ConfigError(f"vocab_size={self.vocab_size} is too small for a byte-level BPE (256 bytes + "
                               "special tokens); use at least 300, e.g. 4096")
@@ -289,7 +296,7 @@ def model_config(tokenizer, cfg: TrainConfig):
         attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
         mlp_dropout=cfg.dropout,
         **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours,
-            "copy_head_convert": cfg.copy_convert,
+            "copy_head_convert": cfg.copy_convert, "copy_head_convert_maps": cfg.convert_maps if cfg.copy_convert else 1,
             "copy_head_pointer_loss": cfg.pointer_loss if cfg.copy_convert else 0.0} if cfg.copy_head else {}),
     )
 
