@@ -3,7 +3,7 @@
 The embedded model copies values from a request well and converts almost none ("July" -> ``07``: one
 month for every month name, runs 16-17 in docs/training-log.md). This benchmark isolates that skill. The
 prompt is random filler, a key token, a "month" token ``w`` (one of 12) and more filler; the answer is
-``MAP[w]``, a token that never appears in the prompt, then EOS. Three small copy-head ModernBERTs are
+``MAPS[0][w]``, a token that never appears in the prompt, then EOS. Small copy-head ModernBERTs are
 trained on it with ``structgen.train.objective.llada_loss`` (``mask_power`` 0.5, as the small recipe) for
 the same number of steps and seeds:
 
@@ -15,13 +15,18 @@ the same number of steps and seeds:
   is told which prompt position the answer comes from. With ``--distractors N`` the prompt also holds N
   other month words (no key before them), as a real request holds several candidates: matching alone
   then cannot say which word a slot reads.
+- ``+ two maps``: the source loss and two conversion maps per source that the slot chooses among
+  (``copy_head_convert_maps`` 2). With ``--forms 2`` each month has two conversions (as "January" is
+  ``01`` in a date and ``1`` as an integer) and a form token at the end of the prompt says which one the
+  answer takes: one map per source cannot write both.
 
 Each then writes the answer for every month from an empty canvas (several fillers each); the script prints
 the share right and how many distinct answers it gave (1 = a constant). Figures only; nothing is asserted.
 
-    python benchmarks/conversion_task.py                       # 5 variants x 3 seeds x 1,000 steps, about 9 minutes
+    python benchmarks/conversion_task.py                       # 6 variants x 3 seeds x 1,000 steps, about 11 minutes
     python benchmarks/conversion_task.py --canvas 16           # a longer EOS tail, as real canvases have
     python benchmarks/conversion_task.py --canvas 16 --distractors 2 --variants "+ pointer loss" "+ source loss"
+    python benchmarks/conversion_task.py --canvas 16 --forms 2 --variants "+ source loss" "+ two maps"
 """
 
 from __future__ import annotations
@@ -41,16 +46,19 @@ from structgen.models.copy_head import ModernBertWithCopyHead  # noqa: E402
 from structgen.train.objective import llada_loss  # noqa: E402
 
 V, PAD, EOS, MASK, KEY = 256, 0, 1, 2, 3
+FORM_TOKENS = (4, 5)  # which conversion the answer takes (--forms 2)
 MONTHS = list(range(10, 22))  # the source words
-MAP = {w: 60 + (5 * i) % 12 for i, w in enumerate(MONTHS)}  # their conversions: never in any prompt
+#: their conversions in each form: never in any prompt
+MAPS = ({w: 60 + (5 * i) % 12 for i, w in enumerate(MONTHS)}, {w: 80 + (7 * i) % 12 for i, w in enumerate(MONTHS)})
 FILLER = range(100, V)
-#: name -> (conversion path, pointer loss weight, pointer loss on EOS targets too, source loss weight)
-VARIANTS = {"copy head": (False, 0.0, False, 0.0), "+ conversion path": (True, 0.0, False, 0.0),
-            "+ pointer loss": (True, 0.3, False, 0.0), "+ pointer loss, EOS too": (True, 0.3, True, 0.0),
-            "+ source loss": (True, 0.3, False, 1.0)}
+#: name -> (conversion path, pointer loss weight, pointer loss on EOS targets too, source loss weight, maps)
+VARIANTS = {"copy head": (False, 0.0, False, 0.0, 1), "+ conversion path": (True, 0.0, False, 0.0, 1),
+            "+ pointer loss": (True, 0.3, False, 0.0, 1), "+ pointer loss, EOS too": (True, 0.3, True, 0.0, 1),
+            "+ source loss": (True, 0.3, False, 1.0, 1), "+ two maps": (True, 0.3, False, 1.0, 2)}
 
 
-def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: int) -> ModernBertWithCopyHead:
+def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: int,
+          maps: int = 1) -> ModernBertWithCopyHead:
     from transformers import ModernBertConfig
 
     torch.manual_seed(seed)
@@ -58,28 +66,31 @@ def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: in
                            num_attention_heads=max(1, hidden // 64), layer_types=["full_attention"] * layers,
                            pad_token_id=PAD, eos_token_id=EOS, sep_token_id=EOS, bos_token_id=None, cls_token_id=None,
                            attn_implementation="sdpa", copy_head_mask_id=MASK, copy_head_neighbours=True,
-                           copy_head_convert=convert, copy_head_pointer_loss=pointer_loss)
+                           copy_head_convert=convert, copy_head_pointer_loss=pointer_loss,
+                           copy_head_convert_maps=maps)
     return ModernBertWithCopyHead(cfg)
 
 
-def prompt(rng: random.Random, w: int, filler: int, distractors: int = 0) -> tuple[list[int], int]:
-    """Filler, ``KEY w``, filler, with ``distractors`` other month words among the filler; and where ``w`` is."""
+def prompt(rng: random.Random, w: int, filler: int, distractors: int = 0,
+           form: int | None = None) -> tuple[list[int], int]:
+    """Filler, ``KEY w``, filler, with ``distractors`` other month words among the filler (then the form's
+    token when ``form`` is given); and where ``w`` is."""
     before = [rng.choice(FILLER) for _ in range(rng.randint(0, filler))]
     after = [rng.choice(FILLER) for _ in range(rng.randint(0, filler))]
     for _ in range(distractors):
         side = before if rng.random() < 0.5 else after
         side.insert(rng.randint(0, len(side)), rng.choice([m for m in MONTHS if m != w]))
-    return before + [KEY, w] + after, len(before) + 1
+    return before + [KEY, w] + after + ([] if form is None else [FORM_TOKENS[form]]), len(before) + 1
 
 
-def batch(rng: random.Random, n: int, filler: int, canvas_len: int, distractors: int = 0):
+def batch(rng: random.Random, n: int, filler: int, canvas_len: int, distractors: int = 0, forms: int = 1):
     """``(ids, attention mask, canvas, sources)``: ``sources[i, a, j]`` marks row ``i``'s answer ``a`` and
     the position ``j`` of its month word (the source loss's target)."""
     rows = []
     for _ in range(n):
-        w = rng.choice(MONTHS)
-        p, at = prompt(rng, w, filler, distractors)
-        rows.append((p, [MAP[w]] + [EOS] * (canvas_len - 1), at))
+        w, f = rng.choice(MONTHS), rng.randrange(forms)
+        p, at = prompt(rng, w, filler, distractors, f if forms > 1 else None)
+        rows.append((p, [MAPS[f][w]] + [EOS] * (canvas_len - 1), at))
     L = max(len(p) + len(c) for p, c, _ in rows)
     ids = torch.full((n, L), PAD)
     att = torch.zeros(n, L, dtype=torch.long)
@@ -95,25 +106,27 @@ def batch(rng: random.Random, n: int, filler: int, canvas_len: int, distractors:
 
 @torch.no_grad()
 def answers(model, rng: random.Random, filler: int, canvas_len: int, per_month: int,
-            distractors: int = 0) -> list[tuple[int, int]]:
-    """(wanted, written) for every month, ``per_month`` fillers each, decoded from an empty canvas."""
+            distractors: int = 0, forms: int = 1) -> list[tuple[int, int]]:
+    """(wanted, written) for every month in every form, ``per_month`` fillers each, decoded from an empty
+    canvas."""
     out = []
     for w in MONTHS:
-        for _ in range(per_month):
-            p, _ = prompt(rng, w, filler, distractors)
-            ids = torch.tensor([p + [MASK] * canvas_len])
-            out.append((MAP[w], int(model(input_ids=ids).logits[0, len(p)].argmax())))
+        for f in range(forms):
+            for _ in range(per_month):
+                p, _ = prompt(rng, w, filler, distractors, f if forms > 1 else None)
+                ids = torch.tensor([p + [MASK] * canvas_len])
+                out.append((MAPS[f][w], int(model(input_ids=ids).logits[0, len(p)].argmax())))
     return out
 
 
 def run(name: str, seed: int, args) -> tuple[float, int, float]:
-    convert, pointer_loss, eos_too, source_loss = VARIANTS[name]
-    model = build(convert, pointer_loss, seed, args.hidden, args.layers).train()
+    convert, pointer_loss, eos_too, source_loss, maps = VARIANTS[name]
+    model = build(convert, pointer_loss, seed, args.hidden, args.layers, maps).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     rng, noise = random.Random(seed), torch.Generator().manual_seed(seed)
     t0 = time.time()
     for _ in range(args.steps):
-        ids, att, canvas, sources = batch(rng, args.batch, args.filler, args.canvas, args.distractors)
+        ids, att, canvas, sources = batch(rng, args.batch, args.filler, args.canvas, args.distractors, args.forms)
         # eos_id only tells the pointer loss to skip the EOS tail here (no prefix or frontier rows)
         loss, _ = llada_loss(model, ids, att, canvas, MASK, generator=noise, eos_id=None if eos_too else EOS,
                              mask_power=0.5, sources=sources, source_loss=source_loss)
@@ -122,7 +135,7 @@ def run(name: str, seed: int, args) -> tuple[float, int, float]:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
     model.eval()
-    got = answers(model, random.Random(seed + 1000), args.filler, args.canvas, 5, args.distractors)
+    got = answers(model, random.Random(seed + 1000), args.filler, args.canvas, 5, args.distractors, args.forms)
     right = sum(a == b for a, b in got) / len(got)
     return right, len({b for _, b in got}), time.time() - t0
 
@@ -138,6 +151,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--distractors", type=int, default=0, help="other month words in each prompt")
+    ap.add_argument("--forms", type=int, choices=(1, 2), default=1, help="conversions per month; 2: a form "
+                    "token in the prompt says which one the answer takes")
     ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
@@ -150,7 +165,7 @@ def main() -> None:
             results[name].append(run(name, seed, args))
             bar.advance(task)
     print(f"{args.steps} steps x {args.batch} rows, {args.layers} x {args.hidden}, filler <= {args.filler} per side, "
-          f"canvas {args.canvas}, {args.distractors} distractor months, "
+          f"canvas {args.canvas}, {args.distractors} distractor months, {args.forms} form(s), "
           f"{args.seeds} seeds; months right from an empty canvas (distinct answers, 1 = a constant)")
     for name, rs in results.items():
         cells = ", ".join(f"{r:.0%} ({d})" for r, d, _ in rs)
