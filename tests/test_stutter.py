@@ -155,3 +155,75 @@ def test_the_generator_does_not_echo_a_committed_word_unless_the_prompt_does(tok
     assert gen.generate("which?", spec, max_tokens=8).text == "namecity"
     assert gen.generate("which?", spec, max_tokens=8, stutter_gap=0).text == "namename"
     assert gen.generate("name-name?", spec, max_tokens=8).text == "namename"  # the request repeats it
+
+
+BLANK = torch.tensor([False, False, True, False])  # token 2 stands for a space here
+
+
+def test_two_blank_tokens_side_by_side_in_one_step_the_less_confident_waits():
+    p = CommitPolicy(8, threshold=0.9)
+    prop = _prop([OTHER, DIGIT, DIGIT, OTHER, DIGIT], [0.99, 0.95, 0.97, 0.99, 0.96])
+    assert p.choose(prop, WORDED, BLANK).tolist() == [0, 2, 3, 4]  # 1 waits for the more confident 2
+    assert p.choose(prop, WORDED).tolist() == [0, 1, 2, 3, 4]  # no blank set: spaces may touch
+    assert CommitPolicy(8, threshold=0.9, stutter_gap=0).choose(prop, WORDED, BLANK).tolist() == [0, 1, 2, 3, 4]
+    apart = _prop([DIGIT, OTHER, DIGIT], [0.95, 0.99, 0.95])
+    assert p.choose(apart, None, BLANK).tolist() == [0, 1, 2]  # blanks two apart are fine
+
+
+def test_a_frontier_run_stops_before_a_second_blank():
+    p = CommitPolicy(8, threshold=0.9)
+    run = _prop([OTHER, DIGIT, OTHER, DIGIT, DIGIT, OTHER], [0.99] * 6, prefix_only=True)
+    assert p.choose(run, None, BLANK).tolist() == [0, 1, 2, 3]
+    assert p.choose(_prop([DIGIT, DIGIT], [0.99, 0.99], prefix_only=True), None, BLANK).tolist() == [0]
+
+
+def test_a_masked_position_beside_a_committed_blank_scores_every_blank_far_lower():
+    p = CommitPolicy(8, threshold=0.9)
+    canvas = torch.tensor([DIGIT, -1, -1, OTHER, -1, DIGIT])
+    scores = torch.zeros(6, 4)
+    p.suppress_echoes(scores, canvas, (0, 6), None, BLANK)
+    assert scores[1, DIGIT] < -1000 and scores[4, DIGIT] < -1000  # beside a committed blank, either side
+    assert scores[1, OTHER] == 0 and scores[2].eq(0).all()  # other tokens / two away from any blank
+    CommitPolicy(8, threshold=0.9, stutter_gap=0).suppress_echoes(scores := torch.zeros(6, 4), canvas, (0, 6),
+                                                                  None, BLANK)
+    assert scores.eq(0).all()
+
+
+def test_blank_runs_in_the_prompt_exempt_them():
+    p = CommitPolicy(8, threshold=0.9)
+    assert p.blank_tokens(BLANK, torch.tensor([OTHER, DIGIT, OTHER, DIGIT])).tolist() == BLANK.tolist()
+    assert p.blank_tokens(BLANK, torch.tensor([OTHER, DIGIT, DIGIT, OTHER])) is None  # indentation in the request
+    assert CommitPolicy(8, threshold=0.9, stutter_gap=0).blank_tokens(BLANK, torch.tensor([OTHER])) is None
+
+
+def test_token_vocab_marks_spaces_and_tabs_as_blank(tok4k):
+    v = sg.models.RandomLogits(tok4k).vocab()
+    b = v.blank
+    assert b.dtype == torch.bool and b.shape == (v.size,)
+    for text, want in ((" ", True), ("\t", True), ("\n", False), ("a", False), ("name", False), ('"', False)):
+        assert bool(b[v.encode(text)].all()) is want, text
+    assert not bool(b[v.eos_id]) and not bool(b[v.mask_id])
+
+
+class Spacer(TwoWords):
+    """Wants ``first`` at canvas position 0, then a space at every position up to 6 (``second`` next
+    best there), then EOS: a model unsure of a string's words."""
+
+    def _logits(self, ids, attention_mask):
+        out = super()._logits(ids, attention_mask)
+        p = self.prompt_len
+        out[:, p, self.first] += 30
+        out[:, p + 1:p + 7, self.space] += 40
+        out[:, p + 1:p + 7, self.second] += 30
+        out[:, p + 7:, self.eos_id] += 30
+        return out
+
+
+def test_the_generator_writes_no_run_of_spaces_unless_the_prompt_has_one(tok4k):
+    model = Spacer(tok4k, *_words(tok4k))
+    (model.space,) = tok4k.encode(" ", add_special_tokens=False)
+    gen, spec = sg.Generator(model), sg.Regex(r"[a-z ]+")
+    r = gen.generate("which?", spec, max_tokens=12)
+    assert r.valid and "  " not in r.text and r.text.startswith("name "), r.text
+    assert gen.generate("which?", spec, max_tokens=12, stutter_gap=0).text == "name      "
+    assert "  " in gen.generate("which  one?", spec, max_tokens=12).text  # the request has a run itself

@@ -102,6 +102,12 @@ class TokenVocab:
         return torch.tensor([sum(ch.isalpha() for ch in b.decode("utf-8", errors="ignore")) >= 3
                              for b in self.token_bytes], dtype=torch.bool)
 
+    @cached_property
+    def blank(self) -> torch.Tensor:
+        """BoolTensor[size]: tokens made only of spaces and tabs, which the no-stutter rule keeps from
+        standing side by side (``sampler.policy``); newlines are not blank here."""
+        return torch.tensor([bool(b) and not b.strip(b" \t") for b in self.token_bytes], dtype=torch.bool)
+
     @classmethod
     def of(cls, tokenizer, size: int | None = None, **kw) -> "TokenVocab":
         """The cached vocabulary for this tokenizer object and logits width."""

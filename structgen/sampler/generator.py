@@ -46,8 +46,9 @@ class Generator:
     Settings (all may be overridden per call): ``block_length`` (semi-autoregressive blocks),
     ``threshold`` (Fast-dLLM confidence threshold) or ``tokens_per_step`` (fixed commits per step),
     ``stutter_gap`` (the no-stutter rule: a word the model would write twice that close, which the prompt
-    does not repeat itself, is written once; 0 = off, ``sampler.policy``), ``temperature`` (0 = greedy) and
-    ``seed``, ``max_repair_rounds``, ``engine`` ("auto" | "automaton" | "grammar").
+    does not repeat itself, is written once, and no two spaces touch; 0 = off, ``sampler.policy``),
+    ``temperature`` (0 = greedy) and ``seed``, ``max_repair_rounds``, ``engine`` ("auto" | "automaton" |
+    "grammar").
     """
 
     def __init__(self, model, *, block_length: int = 32, threshold: float | None = 0.9,

@@ -56,6 +56,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
     mask_id = model.mask_id
     # the tokens the no-stutter rule applies to: words, unless the prompt repeats them itself
     worded = policy.stutter_tokens(model.vocab().worded.to(device), prompt_ids) if policy.stutter_gap else None
+    blank = policy.blank_tokens(model.vocab().blank.to(device), prompt_ids)  # and no run of spaces
 
     def emit(kind: str, positions: torch.Tensor, note: str = "") -> None:
         stats.steps += 1
@@ -97,7 +98,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         stats.nfe += 1
         # the model's distribution (and sampling noise) for the block rows only; the engines read no other
         logprobs = logits if logits.dtype == torch.float32 else logits.float()
-        policy.suppress_echoes(logprobs, canvas, win, worded)  # no word next to the same committed word
+        policy.suppress_echoes(logprobs, canvas, win, worded, blank)  # no word next to the same committed word
         logprobs[w0:w1] = torch.log_softmax(logprobs[w0:w1], dim=-1)
         noise = None
         if temperature > 0 or penalty is not None:
@@ -112,7 +113,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         prop = session.propose(canvas, logprobs, window=win, noise=noise, **policy.run_hints())
         prop.eligible[:w0] = False  # commits stay inside the block, whatever the engine proposed
         prop.eligible[w1:] = False
-        pos = policy.choose(prop, worded)
+        pos = policy.choose(prop, worded, blank)
         canvas[pos] = prop.tokens[pos]
         if stats.forced_at is not None:
             stats.forced_at[pos] = False

@@ -17,6 +17,15 @@ digits, punctuation and the short pieces a rare word is cut into repeat legitima
 (:meth:`CommitPolicy.stutter_tokens`): among one step's commits, such a token equal to a more confident
 commit at most ``stutter_gap`` positions away waits for the next call (:meth:`CommitPolicy.choose`), and a
 masked position scores such a token committed that close far lower (:meth:`CommitPolicy.suppress_echoes`).
+
+The rule has a second part for **blank** tokens (``TokenVocab.blank``: spaces and tabs). A space is a
+token of its own under the ``words`` pre-tokenizer, and the likeliest token inside a string whose words the
+model is unsure of, so the parallel decoder's stutter there is a run of spaces that swallows the canvas
+(``"check in for                    "``: 46 of 50 held-out JSON answers of run 24 in docs/training-log.md).
+Two blank tokens side by side are a stutter too, unless the prompt has such a run itself (indented code or
+a table in the request; :meth:`CommitPolicy.blank_tokens`): among one step's commits the less confident of
+two neighbours waits, and a masked position next to a committed blank scores every blank far lower.
+
 Forced tokens never come through here, and every step still commits its most confident pick, so the rule
 changes which text a model writes, never whether it is valid.
 """
@@ -70,10 +79,11 @@ class CommitPolicy:
             return {"stop_below": None, "run_limit": self.tokens_per_step}
         return {"stop_below": self.threshold, "run_limit": None}
 
-    def choose(self, prop: Proposal, worded: torch.Tensor | None = None) -> torch.Tensor:
+    def choose(self, prop: Proposal, worded: torch.Tensor | None = None,
+               blank: torch.Tensor | None = None) -> torch.Tensor:
         """LongTensor of positions to commit (never empty when something is eligible); ``worded`` (BoolTensor
         over the vocabulary, :meth:`stutter_tokens`) marks the tokens the no-stutter rule applies to (None:
-        the rule is off)."""
+        the rule is off), ``blank`` (:meth:`blank_tokens`) the tokens that may not stand side by side."""
         idx = torch.nonzero(prop.eligible)[:, 0]
         if len(idx) == 0:
             return idx
@@ -86,7 +96,7 @@ class CommitPolicy:
                 below = torch.nonzero(conf < self.threshold)
                 n = int(below[0, 0]) if len(below) else len(idx)
                 n = max(1, n)
-            return idx[: self._unstuttered_run(prop.tokens[idx[:n]], worded)]
+            return idx[: self._unstuttered_run(prop.tokens[idx[:n]], worded, blank)]
         if self.tokens_per_step is not None:
             k = min(self.tokens_per_step, len(idx))
             pick = idx[conf.topk(k).indices]
@@ -94,7 +104,18 @@ class CommitPolicy:
             keep = conf >= self.threshold
             keep[conf.argmax()] = True
             pick = idx[keep]
-        return self._unstuttered(pick, prop.tokens[pick], prop.confidence[pick], worded)
+        return self._unstuttered(pick, prop.tokens[pick], prop.confidence[pick], worded, blank)
+
+    def blank_tokens(self, blank: torch.Tensor, prompt_ids: torch.Tensor) -> torch.Tensor | None:
+        """The blank tokens the rule keeps apart for one request: ``blank`` (``TokenVocab.blank``), or None
+        when the rule is off or the prompt itself puts two blank tokens side by side (its indentation or
+        alignment may be what the answer should copy)."""
+        if self.stutter_gap == 0:
+            return None
+        prompt_ids = prompt_ids.to(blank.device)
+        if len(prompt_ids) > 1 and bool((blank[prompt_ids[1:]] & blank[prompt_ids[:-1]]).any()):
+            return None
+        return blank
 
     def stutter_tokens(self, worded: torch.Tensor, prompt_ids: torch.Tensor) -> torch.Tensor:
         """The tokens the no-stutter rule applies to for one request: ``worded`` (``TokenVocab.worded``)
@@ -108,19 +129,29 @@ class CommitPolicy:
         return out
 
     def suppress_echoes(self, scores: torch.Tensor, canvas: torch.Tensor, window: tuple[int, int],
-                        worded: torch.Tensor | None) -> None:
+                        worded: torch.Tensor | None, blank: torch.Tensor | None = None) -> None:
         """In place, before the constraint sees ``scores`` (the model's logits, canvas rows): at each masked
         position of ``window``, every worded token already committed at most ``stutter_gap`` positions away
         scores ``ECHO_PENALTY`` lower. The model's copy pointer fills a gap next to a committed word with
         that word (``Søren`` committed, the ``\\`` before it written ``Søren`` too); the penalty leaves
         the order of the echoed tokens among themselves, so a grammar that allows nothing else still
-        decodes, and such a pick never reaches the threshold (it commits only as a step's one best)."""
+        decodes, and such a pick never reaches the threshold (it commits only as a step's one best). With
+        ``blank``, a masked position next to a committed blank token scores every blank token that much
+        lower too."""
         g = self.stutter_gap
-        if worded is None or g == 0:
+        if g == 0 or (worded is None and blank is None):
             return
         w0, w1 = window
         rows = w0 + torch.nonzero(canvas[w0:w1] == MASK)[:, 0]
         T = canvas.shape[0]
+        if blank is not None:
+            nb = torch.stack([canvas[(rows - 1).clamp(min=0)], canvas[(rows + 1).clamp(max=T - 1)]])  # [2, R]
+            real = torch.stack([rows > 0, rows < T - 1]) & (nb != MASK)
+            touching = (real & blank[nb.clamp(min=0)]).any(dim=0)
+            r = rows[touching]
+            scores[r[:, None], torch.nonzero(blank)[:, 0][None, :]] -= ECHO_PENALTY
+        if worded is None:
+            return
         for d in [*range(-g, 0), *range(1, g + 1)]:
             nb = rows + d
             tok = canvas[nb.clamp(0, T - 1)]
@@ -129,26 +160,39 @@ class CommitPolicy:
             scores[r, tok] = scores[r, tok] - ECHO_PENALTY
 
     def _unstuttered(self, pos: torch.Tensor, tokens: torch.Tensor, conf: torch.Tensor,
-                     worded: torch.Tensor | None) -> torch.Tensor:
+                     worded: torch.Tensor | None, blank: torch.Tensor | None = None) -> torch.Tensor:
         """``pos`` without each commit whose worded token a more confident commit (ties: the earlier
-        position) repeats at most ``stutter_gap`` positions away."""
-        if worded is None or self.stutter_gap == 0 or len(pos) < 2:
+        position) repeats at most ``stutter_gap`` positions away, or whose blank token such a commit next
+        to it is blank too."""
+        if (worded is None and blank is None) or self.stutter_gap == 0 or len(pos) < 2:
             return pos
-        near = (pos[:, None] - pos[None, :]).abs() <= self.stutter_gap
-        same = (tokens[:, None] == tokens[None, :]) & worded[tokens][None, :]
+        dist = (pos[:, None] - pos[None, :]).abs()
+        near = dist <= self.stutter_gap
+        same = torch.zeros_like(near)
+        if worded is not None:
+            same = (tokens[:, None] == tokens[None, :]) & worded[tokens][None, :]
+        if blank is not None:
+            both = blank[tokens][:, None] & blank[tokens][None, :]
+            same = (same & near) | (both & (dist == 1))
         rank = torch.arange(len(pos), device=pos.device)
         beats = (conf[:, None] > conf[None, :]) | ((conf[:, None] == conf[None, :]) & (pos[:, None] < pos[None, :]))
         beaten = (near & same & beats & (rank[:, None] != rank[None, :])).any(dim=0)
         return pos[~beaten]
 
-    def _unstuttered_run(self, tokens: torch.Tensor, worded: torch.Tensor | None) -> int:
+    def _unstuttered_run(self, tokens: torch.Tensor, worded: torch.Tensor | None,
+                         blank: torch.Tensor | None = None) -> int:
         """The length of the longest prefix of a contiguous run in which no worded token repeats one within
-        ``stutter_gap`` positions (at least 1)."""
-        g = self.stutter_gap if worded is not None else 0
+        ``stutter_gap`` positions and no two blank tokens stand side by side (at least 1)."""
+        g = self.stutter_gap if (worded is not None or blank is not None) else 0
         if g == 0 or len(tokens) < 2:
             return len(tokens)
-        back = torch.zeros(len(tokens), dtype=torch.bool, device=tokens.device)
-        for d in range(1, g + 1):  # back[k]: tokens[k] == tokens[k - d] for some d (never at k = 0)
-            back[d:] |= tokens[d:] == tokens[:-d]
-        bad = torch.nonzero(back & worded[tokens])
+        bad_at = torch.zeros(len(tokens), dtype=torch.bool, device=tokens.device)
+        if worded is not None:
+            back = torch.zeros(len(tokens), dtype=torch.bool, device=tokens.device)
+            for d in range(1, g + 1):  # back[k]: tokens[k] == tokens[k - d] for some d (never at k = 0)
+                back[d:] |= tokens[d:] == tokens[:-d]
+            bad_at |= back & worded[tokens]
+        if blank is not None:
+            bad_at[1:] |= blank[tokens[1:]] & blank[tokens[:-1]]
+        bad = torch.nonzero(bad_at)
         return int(bad[0, 0]) if len(bad) else len(tokens)
