@@ -229,6 +229,12 @@ def train(
     source_loss: Optional[float] = typer.Option(None, "--source-loss", help="Weight of the pointer's source loss: "
                                                 "teach the copy head which request words each value comes "
                                                 "from (default 0 = off; docs/training.md)."),
+    pointer_loss_on: Optional[str] = typer.Option(None, "--pointer-loss-on", help="Where the conversion path's "
+                                                  "pointer loss trains: content (every non-EOS token, the "
+                                                  "default) | sources (only value tokens read off the "
+                                                  "request; needs --source-loss)."),
+    keep: Optional[str] = typer.Option(None, "--keep", help="The weights saved: last (the default) | best "
+                                       "(those with the lowest held-out loss at an evaluation)."),
     data: Optional[Path] = typer.Option(None, "--data", help="Train on your own examples instead: a .jsonl file, "
                                         "one {prompt, target, schema|tool|regex} per line (docs/training.md)."),
     tools: Optional[Path] = typer.Option(None, "--tools", help="The tools that 'tool' lines of --data call "
@@ -248,7 +254,8 @@ def train(
                                  precision=precision, examples_per_family=examples_per_family,
                                  drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
                                  attention_dropout=attention_dropout, copy_convert=convert_path,
-                                 convert_maps=convert_maps, source_loss=source_loss)
+                                 convert_maps=convert_maps, source_loss=source_loss,
+                                 pointer_loss_on=pointer_loss_on, keep=keep)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")
@@ -286,8 +293,8 @@ def eval_(
     block_length: int = _BLOCK,
     engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar (constrained modes)."),
     stutter_gap: int = typer.Option(2, "--stutter-gap", help="No-stutter rule: a word the model would write "
-                                    "twice this close commits once, unless the prompt repeats it (0: off; "
-                                    "sampler.policy)."),
+                                    "twice this close commits once, unless the prompt repeats it, and no two "
+                                    "spaces touch (0: off; sampler.policy)."),
     device: Optional[str] = _DEVICE,
 ) -> None:
     """Score a model on the held-out split of every task family: constrained decoding beside unconstrained

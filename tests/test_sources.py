@@ -245,3 +245,49 @@ def test_rows_of_a_users_file_point_at_the_values_their_prompt_spells(tmp_path, 
     prompt, target, where = _targets(tok, ex)
     read = {tok.decode([target[i]]): _words(tok, prompt, js) for i, js in where}
     assert read == {"Maria": {"Maria"}, "Lopez": {"Lopez"}, "41": {"41"}}  # "7" is not in the text
+
+
+def test_the_pointer_loss_on_sources_trains_the_path_only_where_a_value_has_a_source():
+    """``--pointer-loss-on sources``: a key or punctuation token (no source) gives the conversion path no
+    gradient of the pointer's own loss, so its freedom is not spent on them (run 23); a value token with a
+    source still trains it."""
+    from test_copy_head import MASK, _model
+
+    m = _model(convert=True).train()
+    ids = torch.tensor([[3, 12, 2, 32, 33, 1]] * 4)  # canvas: a key-like token, a value, EOS
+    canvas = torch.zeros_like(ids, dtype=torch.bool)
+    canvas[:, 3:] = True
+    none = torch.zeros(4, 6, 6, dtype=torch.bool)
+    value = none.clone()
+    value[:, 4, 1] = True  # the value at position 4 was rendered from prompt position 1
+
+    def grad(weight, on_sources, sources):
+        m.config.copy_head_pointer_loss = weight
+        m.zero_grad()
+        loss, noised = llada_loss(m, ids, torch.ones_like(ids), canvas, MASK, eos_id=1, sources=sources,
+                                  pointer_on_sources=on_sources, generator=torch.Generator().manual_seed(0))
+        assert noised.masked[:, 3].any() and noised.masked[:, 4].any()  # both kinds are trained in this batch
+        loss.backward()
+        return m.copy_convert.weight.grad.clone()
+
+    mixture = grad(0.0, False, none)
+    assert torch.allclose(grad(0.3, True, none), mixture, atol=1e-7)  # nothing sourced: no gradient of its own
+    assert not torch.allclose(grad(0.3, True, value), mixture, atol=1e-5)  # the value trains the path
+    assert not torch.allclose(grad(0.3, True, value), grad(0.3, False, value), atol=1e-5)  # the key does not
+
+
+def test_the_config_and_the_cli_check_where_the_pointer_loss_trains(tmp_path):
+    from typer.testing import CliRunner
+
+    from structgen.cli import app
+
+    with pytest.raises(ConfigError, match="pointer_loss_on must be 'content' or 'sources'"):
+        TrainConfig.small(pointer_loss_on="values")
+    with pytest.raises(ConfigError, match="--source-loss"):
+        TrainConfig.small(copy_convert=True, pointer_loss_on="sources")
+    with pytest.raises(ConfigError, match="--convert-path"):
+        TrainConfig.small(source_loss=0.5, pointer_loss_on="sources")
+    cfg = TrainConfig.small(copy_convert=True, source_loss=0.5, pointer_loss_on="sources")
+    assert cfg.pointer_loss_on == "sources" and TrainConfig.small().pointer_loss_on == "content"
+    bad = CliRunner().invoke(app, ["train", "--pointer-loss-on", "sources", "--out", str(tmp_path / "z")])
+    assert bad.exit_code == 2 and "--source-loss" in bad.output and not (tmp_path / "z").exists()

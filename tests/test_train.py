@@ -554,3 +554,33 @@ def test_a_diverging_run_stops_and_keeps_finite_weights(tmp_path, monkeypatch):
     report = train(TrainConfig.tiny(steps=10), tmp_path / "m", progress=False, data=TrainData(person_examples(8)))
     assert report.stopped_by == "diverged" and report.steps == 2
     assert all(torch.isfinite(w).all() for w in _weights(tmp_path / "m").values())
+
+
+def test_keep_best_saves_the_weights_of_the_lowest_held_out_loss(tmp_path):
+    """``--keep best``: the saved weights are those the run had at its lowest held-out loss, which are the
+    weights a run stopped at that step ends with (a constant learning rate keeps the two runs alike)."""
+    data = TrainData(person_examples(6), person_examples(6, 1))
+    common = dict(steps=60, eval_every=5, lr=2e-2, schedule="constant")
+    best = train(TrainConfig.tiny(keep="best", **common), tmp_path / "best", progress=False, data=data)
+    losses = {p["step"]: p["heldout_loss"] for p in best.curve}
+    assert best.kept_step == min(losses, key=losses.get) and best.heldout_loss == pytest.approx(min(losses.values()), abs=1e-5)
+    assert best.kept_step != best.steps  # at this learning rate the held-out loss wanders: not the last step
+    recipe = json.loads((tmp_path / "best" / "structgen_recipe.json").read_text())
+    assert recipe["training"]["kept"] == {"weights": "best", "step": best.kept_step}
+    assert f"weights of step {best.kept_step}" in best.summary()
+    stopped = train(TrainConfig.tiny(**{**common, "steps": best.kept_step}), tmp_path / "stop", progress=False,
+                    data=data)
+    last = train(TrainConfig.tiny(**common), tmp_path / "last", progress=False, data=data)
+    assert last.kept_step == last.steps == 60
+    a, b, c = (_weights(tmp_path / n) for n in ("best", "stop", "last"))
+    assert all(torch.allclose(a[k], b[k]) for k in a)
+    assert any(not torch.allclose(a[k], c[k]) for k in a)
+
+
+def test_keep_best_needs_held_out_examples(tmp_path):
+    with pytest.raises(ConfigError, match="keep must be 'last' or 'best'"):
+        TrainConfig.tiny(keep="first")
+    with pytest.raises(ConfigError, match="no held-out examples"):
+        train(TrainConfig.tiny(keep="best", steps=2), tmp_path / "m", progress=False,
+              data=TrainData(person_examples(8)))
+    assert not (tmp_path / "m").exists()

@@ -57,6 +57,8 @@ class TrainConfig:
     # ("January" is 01 in a date, 1 as an integer; structgen.models.copy_head, run 23)
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
+    pointer_loss_on: str = "content"  # where that loss trains: "content" (every non-EOS target) | "sources"
+    # (only the value tokens read off the request; needs source_loss > 0; run 24)
     source_loss: float = 0.0  # the weight of the pointer's source loss: put the pointer on the request words a
     # value was rendered from (structgen.train.sources; 0 = off; needs the copy head; run 20)
     dropout: float = 0.0  # ModernBERT's embedding and MLP dropout while training (off when decoding); 0.1 lowered
@@ -108,6 +110,8 @@ class TrainConfig:
     precision: str = "auto"  # "auto" | "bf16" | "fp32": autocast matmuls to bfloat16 (weights stay fp32)
     threads: int | None = 2
     eval_every: int = 250
+    keep: str = "last"  # the weights saved: "last" | "best" (the lowest held-out loss at an evaluation;
+    # structgen.train.keep_best)
     bucket_batches: int = 50  # rows are sorted by length inside windows of this many batches
 
     # -------------------------------------------------------------------------------------------- presets
@@ -161,6 +165,17 @@ class TrainConfig:
         if self.convert_maps > 1 and not (self.copy_head and self.copy_convert):
             raise ConfigError(f"convert_maps={self.convert_maps} (--convert-maps) gives the copy head's conversion "
                               "path several maps: set copy_convert=True too (--convert-path)")
+        if self.keep not in ("last", "best"):
+            raise ConfigError(f"keep must be 'last' or 'best', got {self.keep!r}")
+        if self.keep == "best" and not self.heldout_per_family:
+            raise ConfigError("keep='best' (--keep best) chooses weights by the held-out loss: set "
+                              "heldout_per_family > 0, or keep the last weights")
+        if self.pointer_loss_on not in ("content", "sources"):
+            raise ConfigError(f"pointer_loss_on must be 'content' or 'sources', got {self.pointer_loss_on!r}")
+        if self.pointer_loss_on == "sources" and not (self.copy_convert and self.source_loss):
+            raise ConfigError("pointer_loss_on='sources' (--pointer-loss-on sources) keeps the conversion path's "
+                              "pointer loss to the value tokens that have sources: set copy_convert=True "
+                              "(--convert-path) and source_loss > 0 (--source-loss 0.5), which marks them")
         if self.vocab_size < 300:
             raise ConfigError(f"vocab_size={self.vocab_size} is too small for a byte-level BPE (256 bytes + "
                               "special tokens); use at least 300, e.g. 4096")

@@ -198,7 +198,7 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
                prefix_share: float = 0.0, eos_id: int | None = None,
                mask_power: float = 1.0, frontier_share: float = 0.0,
                frontier_block: int = 32, sources: torch.Tensor | None = None,
-               source_loss: float = 0.0) -> tuple[torch.Tensor, Noised]:
+               source_loss: float = 0.0, pointer_on_sources: bool = False) -> tuple[torch.Tensor, Noised]:
     """Noise the batch, run the model on it and return ``(loss, noised)`` (``loss`` is ``[B]`` with
     ``per_row``). ``logits_fn(model, ids, attention_mask, masked) -> [N, V]`` defaults to ``masked_logits``.
 
@@ -206,7 +206,11 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     pointer's own loss times that weight, on the masked positions whose target is not ``eos_id``. With
     ``sources`` (``Batch.sources``) and ``source_loss`` > 0, a copy-head model in training mode also adds
     ``source_loss`` times the *source loss* (``source_nll``): at each masked position that has pointer
-    targets, ``-log`` of the pointer's weight on the prompt positions its value was rendered from.
+    targets, ``-log`` of the pointer's weight on the prompt positions its value was rendered from. With
+    ``pointer_on_sources`` (and ``sources``) the pointer's own loss is kept to the masked positions that have
+    pointer targets, the value tokens read off the request; keys, punctuation and other generated tokens are
+    left to the mixture (run 23: a loss on every non-EOS token spends whatever freedom the conversion path
+    has on JSON punctuation first).
     """
     noised = add_noise(input_ids, canvas, mask_id, eps=eps, generator=generator, prefix_share=prefix_share,
                        eos_id=eos_id, mask_power=mask_power, frontier_share=frontier_share,
@@ -223,7 +227,13 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     if ws:
         loss = loss + ws * source_nll(attn, sources[noised.masked], noised.masked, per_row=per_row)
     if w:
+        keep = None
         if eos_id is not None:  # not on the EOS tail: most of a canvas, it would teach every source to say EOS
-            pointer = torch.where((targets != eos_id)[:, None], pointer, logits.detach())
+            keep = targets != eos_id
+        if pointer_on_sources and sources is not None:
+            sourced = sources[noised.masked].any(dim=-1)
+            keep = sourced if keep is None else keep & sourced
+        if keep is not None:  # elsewhere the pointer's term is the mixture's value, with no gradient
+            pointer = torch.where(keep[:, None], pointer, logits.detach())
         loss = loss + w * diffusion_loss(pointer, targets, noised, canvas_len, per_row=per_row)
     return loss, noised

@@ -6,7 +6,8 @@ mixture and the held-out split (templates never seen in training); train the byt
 the device has fast bfloat16 kernels (``config.use_bf16``; weights and optimiser stay fp32); AdamW
 (weight decay on matrices only), warmup + cosine (``TrainConfig.lr_at``), gradient clipping, LLaDA's loss
 (``objective.py``), one step at a time (``step.py``); for the first part of the run a length curriculum (``TrainConfig.competence``). Every
-``eval_every`` steps the held-out loss is measured with fixed noise, so values along the curve compare.
+``eval_every`` steps the held-out loss is measured with fixed noise, so values along the curve compare; with
+``cfg.keep == "best"`` the weights of the lowest of those are saved instead of the last (``keep_best.py``).
 
 The run stops at ``cfg.steps``, when ``cfg.minutes`` (counted from the call, data and tokenizer included)
 are spent, at the first Ctrl-C, or before applying a non-finite loss (``stopped_by="diverged"``), and
@@ -43,6 +44,7 @@ from ..models.default import RECIPE_FILE
 from ..models.hf_mlm import quiet_loading
 from .batches import Batch, batch_stream, encode_examples, fixed_batches
 from .config import TrainConfig, build_model, count_parameters, use_bf16
+from .keep_best import BestWeights
 from .objective import llada_loss
 from .step import make_optimizer, training_step
 from .tokenizer import build_tokenizer
@@ -85,6 +87,7 @@ class TrainReport:
     mean_prompt_tokens: float
     mean_target_tokens: float
     curve: list[dict[str, float]] = field(default_factory=list)
+    kept_step: int | None = None  # the step whose weights were saved (``TrainConfig.keep``)
 
     def summary(self) -> str:
         held = "n/a" if self.heldout_loss is None else f"{self.heldout_loss:.4f}"
@@ -96,7 +99,9 @@ class TrainReport:
             f"steps/s, {self.tokens_per_s:,.0f} tokens/s",
             f"time: {self.seconds:.0f}s = {self.prep_seconds:.0f}s data and tokenizer + {self.train_seconds:.0f}s "
             f"training ({self.eval_seconds:.0f}s of it held-out evaluation) + saving",
-            f"loss: train {train}, held-out {held}" + (f" ({fam})" if fam else ""),
+            f"loss: train {train}, held-out {held}" + (f" ({fam})" if fam else "")
+            + (f"; saved the weights of step {self.kept_step}, the lowest held-out loss"
+               if self.kept_step is not None and self.kept_step != self.steps else ""),
             f"rows: {self.n_train} train, {self.n_heldout} held-out, {self.mean_prompt_tokens:.0f} prompt + "
             f"{self.mean_target_tokens:.0f} target tokens on average"
             + (f"; dropped {dict(self.dropped)}" if self.dropped else "") + f"; peak RSS {self.peak_rss_mb:.0f} MB",
@@ -234,6 +239,10 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
     try:
         _seed_everything(cfg.seed)
         data = data or load_data(cfg)
+        if cfg.keep == "best" and not data.heldout:
+            raise ConfigError("keep='best' (--keep best) chooses weights by the held-out loss, and this run has no "
+                              "held-out examples; give some (a 'split': 'heldout' line in --data) or keep the last "
+                              "weights (--keep last)")
         tok = build_tokenizer(cfg, data.corpus if data.corpus is not None else corpus_of(data.train))
         rows, dropped = encode_examples(data.train, tok, cfg, pointers=cfg.source_loss > 0)
         held_rows, held_dropped = encode_examples(data.heldout, tok, cfg)
@@ -242,6 +251,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                               "max_positions / max_canvas or pass examples")
         pad_id, eos_id, mask_id = tok.pad_token_id, tok.eos_token_id, tok.mask_token_id
         held = fixed_batches(held_rows, cfg, cfg.seed + EVAL_NOISE_SEED, pad_id, eos_id)
+        best = BestWeights() if cfg.keep == "best" else None
 
         torch.manual_seed(cfg.seed)
         model = build_model(tok, cfg).to(device).train()
@@ -292,6 +302,8 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                     if step % cfg.eval_every == 0:
                         t_eval = time.perf_counter()
                         held_loss, held_fam = heldout_loss(model, held, mask_id, cfg, device)
+                        if best is not None:
+                            best.offer(model, step, held_loss, held_fam)
                         eval_seconds += time.perf_counter() - t_eval
                         curve.append(_point(step, t_start, since_eval, held_loss, lr))
                         since_eval = []
@@ -309,6 +321,11 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
             held_loss, held_fam = heldout_loss(model, held, mask_id, cfg, device)
             curve.append(_point(step, t_start, since_eval, held_loss, lr))
             _log_to_file(bar, progress, curve[-1], held_fam)
+        kept_step = step
+        if best is not None:
+            best.offer(model, step, held_loss, held_fam)
+            if best.restore(model):
+                kept_step, held_loss, held_fam = best.step, best.loss, best.by_family
         all_dropped = dict(dropped + Counter({f"held-out {k}": v for k, v in held_dropped.items()}))
         params = count_parameters(model)
         lengths = {"mean_prompt_tokens": float(np.mean([len(r.prompt_ids) for r in rows])),
@@ -328,7 +345,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
                          "eval_seconds": round(eval_seconds, 1),
                          "tokens": tokens, "params": params,
                          "final_train_loss": final_train, "heldout_loss": held_val, "heldout_by_family": held_fam,
-                         "curve": curve},
+                         "kept": {"weights": cfg.keep, "step": kept_step}, "curve": curve},
         }
 
         def write(tmp: Path) -> None:
@@ -349,7 +366,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         final_train_loss=final_train, heldout_loss=held_val, heldout_by_family=held_fam, params=params,
         dir_mb=sum(p.stat().st_size for p in out.iterdir() if p.is_file()) / 1e6,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, n_train=len(rows),
-        n_heldout=len(held_rows), dropped=all_dropped, curve=curve, **lengths,
+        n_heldout=len(held_rows), dropped=all_dropped, curve=curve, kept_step=kept_step, **lengths,
     )
 
 
