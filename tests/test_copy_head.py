@@ -320,3 +320,25 @@ def test_the_config_and_the_cli_refuse_maps_without_the_conversion_path(tmp_path
     assert TrainConfig.small(copy_convert=True, convert_maps=2).convert_maps == 2
     bad = CliRunner().invoke(app, ["train", "--convert-maps", "2", "--out", str(tmp_path / "z")])
     assert bad.exit_code == 2 and "--convert-path" in bad.output and not (tmp_path / "z").exists()
+
+
+@pytest.mark.parametrize("maps", [1, 2])
+def test_the_packed_conversion_is_the_pointer_weighted_sum_of_the_sources_maps(maps):
+    """``_converted`` runs its products over the reading positions alone, packed per row, in any order the
+    positions come in; the result is ``sum_k m_ik sum_j a_ij conv_jk`` as the module docstring writes it."""
+    m = _model(neighbours=True, convert=True, maps=maps)
+    ids, att = _ids()
+    B, L = ids.shape
+    with torch.no_grad():
+        hidden = m.model(input_ids=ids, attention_mask=att).last_hidden_state
+        g = torch.Generator().manual_seed(0)
+        rows = torch.tensor([1, 0, 1, 0, 0, 1])  # not grouped by row, rows of unequal counts
+        attn = torch.softmax(torch.randn(len(rows), L, generator=g), dim=-1)
+        slot = torch.randn(len(rows), hidden.shape[-1], generator=g)
+        got = m._converted(hidden, ids, attn, rows, slot=slot)
+        own = m.model.embeddings.norm(m.model.embeddings.tok_embeddings(ids))
+        maps_ = m.copy_convert(torch.cat([hidden, own], dim=-1)).view(B, L, maps, -1)
+        conv = torch.softmax(m.decoder(m.head(maps_)).float(), dim=-1)  # [B, L, K, V]
+        pick = (torch.softmax(m.copy_convert_pick(slot), dim=-1) if maps > 1 else torch.ones(len(rows), 1))
+        want = torch.einsum("nl,nk,nlkv->nv", attn, pick, conv[rows])
+    assert torch.allclose(got, want, atol=1e-6)
