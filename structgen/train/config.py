@@ -58,7 +58,7 @@ class TrainConfig:
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
     pointer_loss_on: str = "content"  # where that loss trains: "content" (every non-EOS target) | "sources"
-    # (only the value tokens read off the request; needs source_loss > 0; run 24)
+    # (only the value tokens read off the request; needs source_loss > 0; training log, run 24)
     source_loss: float = 0.0  # the weight of the pointer's source loss: put the pointer on the request words a
     # value was rendered from (structgen.train.sources; 0 = off; needs the copy head; run 20)
     dropout: float = 0.0  # ModernBERT's embedding and MLP dropout while training (off when decoding); 0.1 lowered
@@ -167,9 +167,6 @@ class TrainConfig:
                               "path several maps: set copy_convert=True too (--convert-path)")
         if self.keep not in ("last", "best"):
             raise ConfigError(f"keep must be 'last' or 'best', got {self.keep!r}")
-        if self.keep == "best" and not self.heldout_per_family:
-            raise ConfigError("keep='best' (--keep best) chooses weights by the held-out loss: set "
-                              "heldout_per_family > 0, or keep the last weights")
         if self.pointer_loss_on not in ("content", "sources"):
             raise ConfigError(f"pointer_loss_on must be 'content' or 'sources', got {self.pointer_loss_on!r}")
         if self.pointer_loss_on == "sources" and not (self.copy_convert and self.source_loss):
