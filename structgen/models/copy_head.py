@@ -51,7 +51,7 @@ gets the same gradient and they never part). The slot only *chooses* among what 
 write a token of its own through this path. (A product of experts, ``conv_i ∝ f_i * sum_j a_ij conv_j``
 with a slot distribution ``f_i`` over the vocabulary, was tried first: on the full data ``f`` became a
 second generator and the maps went flat; training log, run 22.) It costs K vocabulary projections per
-position and K ``[L, L] x [L, V]`` products per row.
+position and K ``[Q, L] x [L, V]`` products per row (Q: the row's reading positions).
 
 **Pointer loss** (``config.copy_head_pointer_loss``, the trainer sets it with the conversion path): a
 mixture trains each part in proportion to its share of the right answer, so when the generator is ahead at

@@ -144,20 +144,19 @@ class CommitPolicy:
         w0, w1 = window
         rows = w0 + torch.nonzero(canvas[w0:w1] == MASK)[:, 0]
         T = canvas.shape[0]
-        if blank is not None:
-            nb = torch.stack([canvas[(rows - 1).clamp(min=0)], canvas[(rows + 1).clamp(max=T - 1)]])  # [2, R]
-            real = torch.stack([rows > 0, rows < T - 1]) & (nb != MASK)
-            touching = (real & blank[nb.clamp(min=0)]).any(dim=0)
-            r = rows[touching]
-            scores[r[:, None], torch.nonzero(blank)[:, 0][None, :]] -= ECHO_PENALTY
-        if worded is None:
-            return
+        beside_blank = torch.zeros_like(rows, dtype=torch.bool)
         for d in [*range(-g, 0), *range(1, g + 1)]:
             nb = rows + d
             tok = canvas[nb.clamp(0, T - 1)]
-            echo = (nb >= 0) & (nb < T) & (tok != MASK) & worded[tok.clamp(min=0)]
-            r, tok = rows[echo], tok[echo]
-            scores[r, tok] = scores[r, tok] - ECHO_PENALTY
+            seen = (nb >= 0) & (nb < T) & (tok != MASK)
+            if blank is not None and abs(d) == 1:
+                beside_blank |= seen & blank[tok.clamp(min=0)]
+            if worded is not None:
+                echo = seen & worded[tok.clamp(min=0)]
+                r, tok = rows[echo], tok[echo]
+                scores[r, tok] = scores[r, tok] - ECHO_PENALTY
+        if blank is not None:
+            scores[rows[beside_blank]] -= ECHO_PENALTY * blank.to(scores.dtype)
 
     def _unstuttered(self, pos: torch.Tensor, tokens: torch.Tensor, conf: torch.Tensor,
                      worded: torch.Tensor | None, blank: torch.Tensor | None = None) -> torch.Tensor:
@@ -167,16 +166,14 @@ class CommitPolicy:
         if (worded is None and blank is None) or self.stutter_gap == 0 or len(pos) < 2:
             return pos
         dist = (pos[:, None] - pos[None, :]).abs()
-        near = dist <= self.stutter_gap
-        same = torch.zeros_like(near)
+        clash = torch.zeros_like(dist, dtype=torch.bool)  # [a, b]: a's commit makes b a stutter
         if worded is not None:
-            same = (tokens[:, None] == tokens[None, :]) & worded[tokens][None, :]
+            clash |= (tokens[:, None] == tokens[None, :]) & worded[tokens][None, :] & (dist <= self.stutter_gap)
         if blank is not None:
-            both = blank[tokens][:, None] & blank[tokens][None, :]
-            same = (same & near) | (both & (dist == 1))
+            clash |= blank[tokens][:, None] & blank[tokens][None, :] & (dist == 1)
         rank = torch.arange(len(pos), device=pos.device)
         beats = (conf[:, None] > conf[None, :]) | ((conf[:, None] == conf[None, :]) & (pos[:, None] < pos[None, :]))
-        beaten = (near & same & beats & (rank[:, None] != rank[None, :])).any(dim=0)
+        beaten = (clash & beats & (rank[:, None] != rank[None, :])).any(dim=0)
         return pos[~beaten]
 
     def _unstuttered_run(self, tokens: torch.Tensor, worded: torch.Tensor | None,
