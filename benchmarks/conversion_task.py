@@ -26,6 +26,9 @@ the same number of steps and seeds:
   punctuation: a pointer loss on every token then asks the conversion path to write the punctuation too,
   since nothing can be copied for it (run 23 in docs/training-log.md).
 
+``--topk K`` gives every variant with the conversion path ``copy_head_convert_topk`` K: each slot converts
+through its K heaviest sources only (``structgen train --convert-topk``).
+
 Each then writes the answer for every month from an empty canvas (several fillers each); the script prints
 the share right and how many distinct answers it gave (1 = a constant). Figures only; nothing is asserted.
 
@@ -35,6 +38,7 @@ the share right and how many distinct answers it gave (1 = a constant). Figures 
     python benchmarks/conversion_task.py --canvas 16 --forms 2 --variants "+ source loss" "+ two maps"
     python benchmarks/conversion_task.py --canvas 16 --forms 2 --structure --steps 2000 \
         --variants "+ two maps" "+ two maps, on sources"
+    python benchmarks/conversion_task.py --canvas 16 --distractors 2 --variants "+ source loss" --topk 2
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ VARIANTS = {"copy head": (False, 0.0, False, 0.0, 1, False), "+ conversion path"
 
 
 def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: int,
-          maps: int = 1) -> ModernBertWithCopyHead:
+          maps: int = 1, topk: int = 0) -> ModernBertWithCopyHead:
     from transformers import ModernBertConfig
 
     torch.manual_seed(seed)
@@ -82,7 +86,7 @@ def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: in
                            pad_token_id=PAD, eos_token_id=EOS, sep_token_id=EOS, bos_token_id=None, cls_token_id=None,
                            attn_implementation="sdpa", copy_head_mask_id=MASK, copy_head_neighbours=True,
                            copy_head_convert=convert, copy_head_pointer_loss=pointer_loss,
-                           copy_head_convert_maps=maps)
+                           copy_head_convert_maps=maps, copy_head_convert_topk=topk if convert else 0)
     return ModernBertWithCopyHead(cfg)
 
 
@@ -171,7 +175,7 @@ def answers(model, rng: random.Random, filler: int, canvas_len: int, per_month: 
 
 def run(name: str, seed: int, args) -> tuple[float, int, float]:
     convert, pointer_loss, eos_too, source_loss, maps, on_sources = VARIANTS[name]
-    model = build(convert, pointer_loss, seed, args.hidden, args.layers, maps).train()
+    model = build(convert, pointer_loss, seed, args.hidden, args.layers, maps, args.topk).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     rng, noise = random.Random(seed), torch.Generator().manual_seed(seed)
     t0 = time.time()
@@ -208,6 +212,8 @@ def main() -> None:
                     "token in the prompt says which one the answer takes")
     ap.add_argument("--structure", action="store_true", help="wrap the answer in structural tokens that the "
                     "prompt lists too (a prefix per form and a closing token), as JSON wraps a value")
+    ap.add_argument("--topk", type=int, default=0, help="the conversion path reads each slot's K heaviest "
+                    "sources only (default 0: every source)")
     ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
@@ -221,7 +227,7 @@ def main() -> None:
             bar.advance(task)
     print(f"{args.steps} steps x {args.batch} rows, {args.layers} x {args.hidden}, filler <= {args.filler} per side, "
           f"canvas {args.canvas}{' with structure' if args.structure else ''}, {args.distractors} distractor months, "
-          f"{args.forms} form(s), "
+          f"{args.forms} form(s), {f'conversion through the top {args.topk} sources, ' if args.topk else ''}"
           f"{args.seeds} seeds; months right from an empty canvas (distinct answers, 1 = a constant)")
     for name, rs in results.items():
         cells = ", ".join(f"{r:.0%} ({d})" for r, d, _ in rs)

@@ -1,4 +1,4 @@
-"""The cost of one training step of ``structgen train``'s model under dropout settings.
+"""The cost of one training step of ``structgen train``'s model under dropout and conversion-path settings.
 
 Each setting builds the ``small`` preset's model (``structgen.train.config.build_model``, copy head
 included) over the 4k test tokenizer and times the trainer's own step (``structgen.train.step.training_step``: the
@@ -8,9 +8,12 @@ round, so a machine that slows down mid-run slows every setting alike. Printed p
 and 90th-percentile milliseconds per step, and the batch's tokens per second at the median.
 
 Why: attention dropout moves PyTorch's scaled-dot-product attention off its fused CPU kernel (training
-log, runs 12 and 14); ``--attention-dropout 0`` keeps it.
+log, runs 12 and 14); ``--attention-dropout 0`` keeps it. The copy head's conversion path (``--convert-path``)
+cost more than half of run 24's throughput; ``--convert-topk`` projects only the sources each position
+reads most (training log, run 25).
 
     python benchmarks/train_step.py
+    python benchmarks/train_step.py --settings "no dropout" "conversion path" "conversion path, top 4"
     python benchmarks/train_step.py --rounds 20 --rows 16 --length 256 --json train_step.json
 """
 
@@ -24,11 +27,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
-#: name -> (dropout, attention_dropout); None = the same as dropout
+#: name -> TrainConfig.small overrides
 SETTINGS = {
-    "no dropout": (0.0, None),
-    "dropout 0.1 (attention too)": (0.1, None),
-    "dropout 0.1, attention 0": (0.1, 0.0),
+    "no dropout": {},
+    "dropout 0.1 (attention too)": {"dropout": 0.1},
+    "dropout 0.1, attention 0": {"dropout": 0.1, "attention_dropout": 0.0},
+    "conversion path": {"copy_convert": True},
+    "conversion path, top 4": {"copy_convert": True, "convert_topk": 4},
 }
 
 
@@ -37,6 +42,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=12, help="timed steps per setting (default 12)")
     ap.add_argument("--rows", type=int, default=16, help="rows per batch (the preset's batch_size)")
     ap.add_argument("--length", type=int, default=256, help="positions per row (default 256)")
+    ap.add_argument("--settings", nargs="+", choices=tuple(SETTINGS), default=tuple(SETTINGS),
+                    metavar="NAME", help=f"settings to time (default all: {', '.join(SETTINGS)})")
     C.add_common_args(ap)
     args = ap.parse_args()
     C.setup_torch(args)
@@ -57,8 +64,8 @@ def main() -> None:
     canvas[:, args.length // 2:] = att[:, args.length // 2:].bool()  # the second half is the response
     batch = Batch(ids, att, canvas, ("bench",) * args.rows).to(device)
     runs = {}
-    for name, (p, p_att) in SETTINGS.items():
-        cfg = TrainConfig.small(dropout=p, attention_dropout=p_att, device=args.device)
+    for name in args.settings:
+        cfg = TrainConfig.small(**SETTINGS[name], device=args.device)
         torch.manual_seed(0)
         model = build_model(tok, cfg).to(device).train()
         runs[name] = (cfg, model, make_optimizer(model, cfg), [])
@@ -81,12 +88,14 @@ def main() -> None:
                          "settings": {}}
     for name, (cfg, _, _, times) in runs.items():
         med, p90 = C.median(times), C.percentile(times, 90)
+        path = f"top {cfg.convert_topk}" if cfg.convert_topk else "every source"
         rows.append([name, cfg.dropout, cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
-                     med * 1e3, p90 * 1e3, n_tokens / med])
+                     path if cfg.copy_convert else "off", med * 1e3, p90 * 1e3, n_tokens / med])
         payload["settings"][name] = {"ms_median": med * 1e3, "ms_p90": p90 * 1e3, "tokens_per_s": n_tokens / med}
     C.console.print(C.table(f"One training step of the small preset ({args.rows} x {args.length} positions, "
                             f"{'bfloat16 autocast' if bf16 else 'fp32'}, {args.device})",
-                            ["setting", "dropout", "attention dropout", "ms / step (median)", "ms / step (p90)",
+                            ["setting", "dropout", "attention dropout", "conversion path", "ms / step (median)",
+                             "ms / step (p90)",
                              "tokens / s"], rows))
     C.write_json(args.json, payload)
 

@@ -226,6 +226,9 @@ def train(
     convert_maps: Optional[int] = typer.Option(None, "--convert-maps", help="With --convert-path: conversion "
                                                "maps per source word that the reading slot chooses among "
                                                "(January -> 01 in a date, 1 as an integer; default 1)."),
+    convert_topk: Optional[int] = typer.Option(None, "--convert-topk", help="With --convert-path: convert "
+                                               "through each position's k likeliest sources only (faster; "
+                                               "default 0 = every source)."),
     source_loss: Optional[float] = typer.Option(None, "--source-loss", help="Weight of the pointer's source loss: "
                                                 "teach the copy head which request words each value comes "
                                                 "from (default 0 = off; docs/training.md)."),
@@ -254,7 +257,7 @@ def train(
                                  precision=precision, examples_per_family=examples_per_family,
                                  drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
                                  attention_dropout=attention_dropout, copy_convert=convert_path,
-                                 convert_maps=convert_maps, source_loss=source_loss,
+                                 convert_maps=convert_maps, convert_topk=convert_topk, source_loss=source_loss,
                                  pointer_loss_on=pointer_loss_on, keep=keep)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "

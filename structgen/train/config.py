@@ -55,6 +55,8 @@ class TrainConfig:
     copy_convert: bool = False  # the pointer's conversion path: "July" -> 07 read off the source (run 18)
     convert_maps: int = 1  # with copy_convert: conversion maps per source that the reading slot chooses among
     # ("January" is 01 in a date, 1 as an integer; structgen.models.copy_head, run 23)
+    convert_topk: int = 0  # with copy_convert: each position converts through its k heaviest sources only, and
+    # only those get a vocabulary projection (0 = every source; structgen.models.copy_head, run 25)
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
     pointer_loss_on: str = "content"  # where that loss trains: "content" (every non-EOS target) | "sources"
@@ -165,6 +167,11 @@ class TrainConfig:
         if self.convert_maps > 1 and not (self.copy_head and self.copy_convert):
             raise ConfigError(f"convert_maps={self.convert_maps} (--convert-maps) gives the copy head's conversion "
                               "path several maps: set copy_convert=True too (--convert-path)")
+        if not isinstance(self.convert_topk, int) or isinstance(self.convert_topk, bool) or self.convert_topk < 0:
+            raise ConfigError(f"convert_topk must be an integer >= 0, got {self.convert_topk!r}")
+        if self.convert_topk and not (self.copy_head and self.copy_convert):
+            raise ConfigError(f"convert_topk={self.convert_topk} (--convert-topk) narrows the copy head's conversion "
+                              "path: set copy_convert=True too (--convert-path)")
         if self.keep not in ("last", "best"):
             raise ConfigError(f"keep must be 'last' or 'best', got {self.keep!r}")
         if self.pointer_loss_on not in ("content", "sources"):
@@ -309,6 +316,7 @@ def model_config(tokenizer, cfg: TrainConfig):
         mlp_dropout=cfg.dropout,
         **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours,
             "copy_head_convert": cfg.copy_convert, "copy_head_convert_maps": cfg.convert_maps if cfg.copy_convert else 1,
+            "copy_head_convert_topk": cfg.convert_topk if cfg.copy_convert else 0,
             "copy_head_pointer_loss": cfg.pointer_loss if cfg.copy_convert else 0.0} if cfg.copy_head else {}),
     )
 
