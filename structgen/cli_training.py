@@ -1,0 +1,168 @@
+"""``structgen train`` and ``structgen eval``: train a model on the task data, score one on the held-out split.
+
+Registered on the command line's app by ``structgen.cli`` (``register``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .cli_shared import AS_JSON_OPT, BLOCK_OPT, DEVICE_OPT, err, load_generator, out
+
+
+def train(
+    out_dir: Path = typer.Option(Path("structgen-model"), "--out", help="Where to save the trained model "
+                                 "(a new folder, or a previous trained model to replace)."),
+    preset: str = typer.Option("small", "--preset", help="small (the embedded default's recipe) | tiny (seconds)."),
+    minutes: Optional[float] = typer.Option(None, "--minutes", help="Wall-clock budget; the run stops and saves."),
+    steps: Optional[int] = typer.Option(None, "--steps", help="Most optimisation steps."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seeds the data, the initialisation and the noise."),
+    device: Optional[str] = typer.Option(None, "--device", help="cpu or cuda."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for torch."),
+    precision: Optional[str] = typer.Option(None, "--precision", help="auto (bfloat16 autocast where the device "
+                                            "has fast bfloat16 matmuls) | bf16 | fp32."),
+    examples_per_family: Optional[int] = typer.Option(None, "--examples-per-family", help="Training examples "
+                                                      "per task family."),
+    drill_examples: Optional[int] = typer.Option(None, "--drill-examples", help="JSON drill records added to the "
+                                                 "training data: values to convert, not copy (default 0; "
+                                                 "docs/training.md)."),
+    pretokenizer: Optional[str] = typer.Option(None, "--pretokenizer", help="How text is cut before BPE merges: "
+                                               "words (the default) | json-words | gpt2 (docs/training.md)."),
+    dropout: Optional[float] = typer.Option(None, "--dropout", help="ModernBERT dropout while training, "
+                                            "0 <= p < 1 (default 0)."),
+    attention_dropout: Optional[float] = typer.Option(None, "--attention-dropout", help="Dropout of the "
+                                                      "attention probabilities (default: --dropout; 0 keeps "
+                                                      "the fast attention kernel on CPU)."),
+    convert_path: Optional[bool] = typer.Option(None, "--convert-path/--no-convert-path", help="Give the copy "
+                                                "head a conversion path (July -> 07 read off the source; "
+                                                "default off; docs/training.md)."),
+    convert_maps: Optional[int] = typer.Option(None, "--convert-maps", help="With --convert-path: conversion "
+                                               "maps per source word that the reading slot chooses among "
+                                               "(January -> 01 in a date, 1 as an integer; default 1)."),
+    convert_topk: Optional[int] = typer.Option(None, "--convert-topk", help="With --convert-path: convert "
+                                               "through each position's k likeliest sources only (faster; "
+                                               "default 0 = every source)."),
+    source_loss: Optional[float] = typer.Option(None, "--source-loss", help="Weight of the pointer's source loss: "
+                                                "teach the copy head which request words each value comes "
+                                                "from (default 0 = off; docs/training.md)."),
+    pointer_loss_on: Optional[str] = typer.Option(None, "--pointer-loss-on", help="Where the conversion path's "
+                                                  "pointer loss trains: content (every non-EOS token, the "
+                                                  "default) | sources (only value tokens read off the "
+                                                  "request; needs --source-loss)."),
+    keep: Optional[str] = typer.Option(None, "--keep", help="The weights saved: last (the default) | best "
+                                       "(those with the lowest held-out loss at an evaluation)."),
+    data: Optional[Path] = typer.Option(None, "--data", help="Train on your own examples instead: a .jsonl file, "
+                                        "one {prompt, target, schema|tool|regex} per line (docs/training.md)."),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="The tools that 'tool' lines of --data call "
+                                         "(a .py file with TOOLS or a .json list)."),
+    as_json: bool = AS_JSON_OPT,
+) -> None:
+    """Train a small masked-diffusion model from scratch on the generated task data (LLaDA's objective) and
+    save it as a Hugging Face model directory (load it with --model DIR, or sg.load_model(DIR) in Python)."""
+    import dataclasses
+
+    import structgen as sg
+    from structgen.train.config import TrainConfig
+    from structgen.train.trainer import train as run_training
+
+    try:
+        cfg = TrainConfig.preset(preset, minutes=minutes, steps=steps, seed=seed, device=device, threads=threads,
+                                 precision=precision, examples_per_family=examples_per_family,
+                                 drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
+                                 attention_dropout=attention_dropout, copy_convert=convert_path,
+                                 convert_maps=convert_maps, convert_topk=convert_topk, source_loss=source_loss,
+                                 pointer_loss_on=pointer_loss_on, keep=keep)
+        err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
+                  f"{cfg.examples_per_family} examples per family, budget "
+                  f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")
+        own = None
+        if data is not None:
+            from structgen.train.data.from_file import load_file
+            from structgen.train.trainer import TrainData
+
+            train_rows, heldout_rows = load_file(data, tools)
+            own = TrainData(train=train_rows, heldout=heldout_rows)
+            err.print(f"[dim]data: {len(train_rows)} training and {len(heldout_rows)} held-out examples from "
+                      f"{data}[/]")
+        elif tools is not None:
+            raise sg.ConfigError("--tools names the tools of --data's 'tool' lines; pass --data too")
+        report = run_training(cfg, out_dir, progress=True, data=own)
+    except sg.StructgenError as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2)
+    if as_json:
+        out.print_json(json.dumps(dataclasses.asdict(report), default=str))
+    else:
+        out.print(report.summary())
+
+
+def eval_(
+    model: Optional[str] = typer.Option(None, "--model", help="Model directory (default: the embedded model)."),
+    n: int = typer.Option(50, "-n", help="Held-out examples per family."),
+    families: str = typer.Option("json,tool,sql,alert", "--families", help="Comma-separated task families."),
+    modes: str = typer.Option("constrained,unconstrained,one-token", "--modes", help="Decoding modes to compare."),
+    out_dir: Path = typer.Option(Path("eval-out"), "--out", help="Folder for eval.json, eval.md and eval.svg."),
+    seed: int = typer.Option(1234, "--seed", help="Seeds the held-out examples."),
+    split: str = typer.Option("heldout", "--split",
+                              help="heldout (templates never seen in training) or train (how well they were fitted)."),
+    block_length: int = BLOCK_OPT,
+    engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar (constrained modes)."),
+    stutter_gap: int = typer.Option(2, "--stutter-gap", help="No-stutter rule: a word the model would write "
+                                    "twice this close commits once, unless the prompt repeats it, and no two "
+                                    "spaces touch (0: off; sampler.policy)."),
+    device: Optional[str] = DEVICE_OPT,
+) -> None:
+    """Score a model on the held-out split of every task family: constrained decoding beside unconstrained
+    and one-token-per-step decoding of the same model; prints the table and writes it with a chart (and
+    every decoded example to OUT/examples.jsonl as it goes)."""
+    import dataclasses
+    import platform
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    import structgen as sg
+    from structgen.train.eval_report import rich_table, write_report
+    from structgen.train.evaluate import eval_generator, evaluate
+
+    fams = [f.strip() for f in families.split(",") if f.strip()]
+    mode_list = [m.strip() for m in modes.split(",") if m.strip()]
+    try:
+        gen = load_generator(model, device)
+        # every argument is checked before OUT is touched: a typo never empties an earlier run's examples
+        eval_generator(gen.model, families=fams, modes=mode_list, split=split, block_length=block_length,
+                       engine=engine, stutter_gap=stutter_gap)
+        total = n * len(fams) * len(mode_list)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        # every decoded example is appended as it comes: a long run that is stopped keeps what it decoded
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err) as bar, open(out_dir / "examples.jsonl", "w", encoding="utf-8") as stream:
+            task = bar.add_task("eval", total=total)
+
+            def tick(s):
+                stream.write(json.dumps(dataclasses.asdict(s), ensure_ascii=False) + "\n")
+                stream.flush()
+                bar.update(task, advance=1, description=f"eval {s.family}/{s.mode}")
+
+            rows = evaluate(gen.model, families=fams, n=n, seed=seed, modes=mode_list, block_length=block_length,
+                            split=split, on_example=tick, engine=engine, stutter_gap=stutter_gap)
+        which = "Held-out" if split == "heldout" else "Train-split"
+        title = f"{which} evaluation of {getattr(gen.model, 'name', model or 'the default model')}"
+        meta = {"model": model or "default", "n": n, "seed": seed, "split": split, "block_length": block_length,
+                "engine": engine, "stutter_gap": stutter_gap, "machine": platform.platform(),
+                "threads": __import__("torch").get_num_threads()}
+        paths = write_report(rows, out_dir, title=title, meta=meta)
+    except sg.StructgenError as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(2)
+    out.print(rich_table(rows, title))
+    err.print("written: " + ", ".join(str(p) for p in paths))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``train`` and ``eval`` to ``app``."""
+    app.command()(train)
+    app.command("eval")(eval_)
