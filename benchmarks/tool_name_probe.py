@@ -23,25 +23,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 PREFIX = '{"name": "'
-CANVAS = 128  # the tool family's canvas (structgen.train.evaluate.CANVAS)
 
 
 def choose(model, example) -> tuple[str, str]:
     """(gold name, the name whose tokens score highest after ``PREFIX`` with the rest of the canvas masked)."""
     import torch
 
+    from structgen.train.evaluate import CANVAS
     from structgen.train.tokenizer import encode_target
 
     tok = model.tokenizer
     prompt = model.encode_prompt(example.spec.render_prompt(example.prompt))
     head = encode_target(tok, PREFIX)
-    ids = torch.tensor([prompt + head + [model.mask_id] * (CANVAS - len(head))])
+    ids = torch.tensor([prompt + head + [model.mask_id] * (CANVAS["tool"] - len(head))])
     with torch.no_grad():
         logp = model.logits(ids, start=len(prompt) + len(head))[0].float().log_softmax(-1)
+    quote = encode_target(tok, '"')
     scores = {}
     for name in (t.name for t in example.spec.tools):
         full = encode_target(tok, PREFIX + name + '"')
-        if full[:len(head)] != head or full[-1:] != encode_target(tok, '"'):
+        if full[:len(head)] != head or full[-1:] != quote:
             raise SystemExit(f"this tokenizer merges {name!r} with the JSON around it; the probe needs the "
                              f"name's own tokens between {PREFIX!r} and '\"'")
         scores[name] = sum(float(logp[i, t]) for i, t in enumerate(full[len(head):-1]))

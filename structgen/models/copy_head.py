@@ -212,15 +212,12 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         ``slot`` ``[N, d]``: the reading positions' hidden states, which pick. The products run over the
         reading positions alone, packed per row (``_packed``): in training a row has a few masked
         positions, and a product over all ``L`` of them cost about 5% of a training step."""
-        B, L, d = hidden.shape
+        B, L = hidden.shape[:2]
         K = self.convert_maps
         top = self.convert_topk
         if 0 < top < L:
             return self._converted_topk(hidden, ids, attn, rows, slot, top)
-        own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids))  # the source token itself
-        both = torch.cat([hidden, own.to(hidden.dtype)], dim=-1)
-        maps = self.copy_convert(both).view(B, L, K, d)
-        conv = torch.softmax(self.decoder(self.head(maps)).float(), dim=-1)  # [B, L, K, V]
+        conv = self._conversions(hidden, ids)  # [B, L, K, V]
         at, Q = _packed(rows, B)
         dense = attn.new_zeros(B, Q, L).index_put((rows, at), attn)
         if K == 1:
@@ -228,21 +225,26 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         pick = torch.softmax(self.copy_convert_pick(slot).float(), dim=-1)  # [N, K]
         return sum(pick[:, k:k + 1] * torch.bmm(dense, conv[:, :, k])[rows, at] for k in range(K))
 
+    def _conversions(self, hidden: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """``conv_jk``: each source's K distributions over the vocabulary (``[..., K, V]`` for hidden states
+        ``[..., d]`` and their token ids ``[...]``), read off ``[h_j ; e(x_j)]`` (module docstring)."""
+        own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids))  # the source token itself
+        both = torch.cat([hidden, own.to(hidden.dtype)], dim=-1)
+        maps = self.copy_convert(both).view(*ids.shape, self.convert_maps, hidden.shape[-1])
+        return torch.softmax(self.decoder(self.head(maps)).float(), dim=-1)
+
     def _converted_topk(self, hidden: torch.Tensor, ids: torch.Tensor, attn: torch.Tensor, rows: torch.Tensor,
                         slot: torch.Tensor, top: int) -> torch.Tensor:
         """``[N, V]``: ``sum_k m_ik sum_{j in top(a_i)} a_ij conv_jk`` (module docstring, ``convert_topk``):
         the maps are projected at the distinct sources the reading positions' ``top`` heaviest weights name
         (``[U, K, V]``), and each position mixes its own ``top x K`` of them."""
-        B, L, d = hidden.shape
+        L = hidden.shape[1]
         K = self.convert_maps
         weight, where = attn.topk(top, dim=-1)  # [N, top]
         key = rows[:, None] * L + where  # a source as one number: row * L + position
         keys, inverse = torch.unique(key, return_inverse=True)  # [U], [N, top]
         r, j = keys // L, keys % L
-        own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids[r, j]))
-        both = torch.cat([hidden[r, j], own.to(hidden.dtype)], dim=-1)  # [U, 2d]
-        maps = self.copy_convert(both).view(-1, K, d)
-        conv = torch.softmax(self.decoder(self.head(maps)).float(), dim=-1)  # [U, K, V]
+        conv = self._conversions(hidden[r, j], ids[r, j])  # [U, K, V]
         picked = conv[inverse]  # [N, top, K, V]
         if K > 1:
             pick = torch.softmax(self.copy_convert_pick(slot).float(), dim=-1)  # [N, K]
