@@ -83,6 +83,21 @@ def test_each_side_of_a_pair_points_at_its_own_words(tok):
     assert seen >= 5
 
 
+def test_a_tool_calls_name_reads_its_own_entry_of_the_tool_list(tok):
+    """Choosing the tool is the pointer finding its line of the list (training log, run 26): each word of
+    the name points at that line's copy of it, never at the request's words or another tool's line."""
+    for ex in tool_calls.examples("train", 40, 0) + tool_calls.examples("heldout", 40, 0):
+        prompt, target, where = _targets(tok, ex)
+        name = ex.gold["name"]
+        block_end = find_runs(prompt, encode_target(tok, "### Request"))[0]
+        read = [(i, js) for i, js in where if tok.decode([target[i]]).strip() in name.split("_")
+                and i < len(encode_target(tok, f'{{"name": "{name}"'))]
+        assert read and {tok.decode([target[i]]).strip() for i, _ in read} == set(name.split("_")), ex.target
+        for i, js in read:
+            assert all(j < block_end and prompt[j] == target[i] for j in js), (ex.prompt, name)
+            assert all(name in tok.decode(prompt[max(0, j - 3):j + 4]) for j in js), (ex.prompt, name)
+
+
 @pytest.mark.parametrize("family, examples", [
     ("tool calls", lambda: tool_calls.examples("train", 200, 0)),
     ("JSON", lambda: json_extract.examples("train", 200, 0)),
