@@ -143,6 +143,29 @@ def test_rows_and_batches_carry_the_targets(tok):
     assert plain.pointers is None and plain.sources() is None
 
 
+def test_batched_rows_equal_each_example_encoded_alone(tok, monkeypatch):
+    """encode_examples encodes a chunk at a time with the tokenizer's batch encoder and reuses the targets'
+    offsets for the pointers: the rows are exactly those of one example at a time, chat prompts included."""
+    import structgen.train.batches as batches
+
+    monkeypatch.setattr(batches, "ENCODE_CHUNK", 7)  # several chunks, the last one short
+    chat = Example("json", "chat", [{"role": "system", "content": "Extract <|eos|> as text."},
+                                    {"role": "user", "content": "Name: Ana"}],
+                   json_extract.GeneratedSchema({"type": "object"}), '{"name": "Ana"}', {"name": "Ana"},
+                   (ValueSource.of("name", "Ana", "Ana"),))
+    exs = tool_calls.examples("train", 12, 5) + json_drills.examples(12, 5) + [chat]
+    exs += json_extract.examples("heldout", 6, 5)
+    rows, dropped = encode_examples(exs, tok, TrainConfig.small(), pointers=True)
+    assert not dropped and len(rows) == len(exs)
+    enc = PromptEncoder(tok)
+    for ex, row in zip(exs, rows):
+        prompt = enc.encode_prompt(ex.spec.render_prompt(ex.prompt))
+        target = encode_target(tok, ex.target)
+        assert row.prompt_ids == tuple(prompt) and row.target_ids == tuple(target)
+        assert row.pointers == pointer_targets(tok, prompt, ex.target, target, ex.sources)
+    assert rows[len(exs) - 7].pointers  # the chat example's name points at "Ana"
+
+
 def test_source_nll_is_minus_log_the_weight_on_the_marked_positions():
     attn = torch.tensor([[0.25, 0.25, 0.25, 0.25], [0.7, 0.1, 0.1, 0.1], [0.5, 0.5, 0.0, 0.0]])
     where = torch.tensor([[1, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]], dtype=torch.bool)  # the last: no target

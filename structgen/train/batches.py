@@ -36,7 +36,7 @@ import torch
 from ..errors import ConfigError
 from ..models.base import DiffusionModel
 from .sources import pointer_targets
-from .tokenizer import encode_target
+from .tokenizer import encode_targets
 
 
 class PromptEncoder(DiffusionModel):
@@ -48,6 +48,19 @@ class PromptEncoder(DiffusionModel):
 
     def _logits(self, ids, attention_mask):  # pragma: no cover - never called
         raise ConfigError("PromptEncoder only encodes prompts; load a model to compute logits")
+
+    def encode_prompts(self, prompts: Sequence) -> list[list[int]]:
+        """``encode_prompt`` of each prompt; the plain-text ones in one call of the tokenizer's batch encoder
+        (the same ids: leading special tokens, then the text with special-token spellings kept as such)."""
+        out: list[list[int] | None] = [None] * len(prompts)
+        texts = [(i, p) for i, p in enumerate(prompts) if isinstance(p, str) and p]
+        if texts:
+            lead = list(self._leading_special_ids())
+            enc = self.tokenizer([p for _, p in texts], add_special_tokens=False, return_attention_mask=False,
+                                 return_token_type_ids=False)
+            for (i, _), ids in zip(texts, enc["input_ids"]):
+                out[i] = lead + list(ids)
+        return [ids if ids is not None else self.encode_prompt(p) for ids, p in zip(out, prompts)]
 
 
 @dataclass(frozen=True)
@@ -88,21 +101,30 @@ class Batch:
         return dense
 
 
+#: examples encoded per call of the tokenizer's batch encoder (bounds the memory of one call)
+ENCODE_CHUNK = 4096
+
+
 def encode_examples(examples: Sequence, tokenizer, cfg, *, pointers: bool = False) -> tuple[list[Row], Counter]:
     """Rows for ``examples`` and the count of dropped ones by reason (prompt or target too long); with
-    ``pointers``, each row's pointer targets from its example's ``sources``."""
+    ``pointers``, each row's pointer targets from its example's ``sources``. Prompts and targets are
+    encoded a chunk at a time by the tokenizer's batch encoder (``train_prep.py`` measures it)."""
     enc = PromptEncoder(tokenizer)
     rows: list[Row] = []
     dropped: Counter = Counter()
-    for ex in examples:
-        prompt = enc.encode_prompt(ex.spec.render_prompt(ex.prompt))
-        target = encode_target(tokenizer, ex.target)
-        cap = min(cfg.max_canvas, cfg.max_positions - len(prompt))
-        if cap < max(1, len(target)):
-            dropped["prompt too long" if cap < 1 else "target too long"] += 1
-            continue
-        where = pointer_targets(tokenizer, prompt, ex.target, target, ex.sources) if pointers else ()
-        rows.append(Row(tuple(prompt), tuple(target), ex.family, cap, where))
+    for lo in range(0, len(examples), ENCODE_CHUNK):
+        chunk = examples[lo: lo + ENCODE_CHUNK]
+        prompts = enc.encode_prompts([ex.spec.render_prompt(ex.prompt) for ex in chunk])
+        targets = encode_targets(tokenizer, [ex.target for ex in chunk], offsets=pointers)
+        for ex, prompt, got in zip(chunk, prompts, targets):
+            target, offsets = got if pointers else (got, None)
+            cap = min(cfg.max_canvas, cfg.max_positions - len(prompt))
+            if cap < max(1, len(target)):
+                dropped["prompt too long" if cap < 1 else "target too long"] += 1
+                continue
+            where = (pointer_targets(tokenizer, prompt, ex.target, target, ex.sources, offsets=offsets)
+                     if pointers else ())
+            rows.append(Row(tuple(prompt), tuple(target), ex.family, cap, where))
     return rows, dropped
 
 

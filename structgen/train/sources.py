@@ -59,11 +59,11 @@ def text_positions(tok, prompt_ids: Sequence[int], text: str) -> list[int]:
     core = text.strip(_EDGE)
     if not core:
         return []
-    ids = encode_target(tok, core)
+    ids = _ids(tok, core)
     hits = {s + i for s in find_runs(prompt_ids, ids) for i in range(len(ids))}
     if not hits:
         for word in _WORD.findall(core):
-            w = encode_target(tok, word)
+            w = _ids(tok, word)
             hits.update(s + i for s in find_runs(prompt_ids, w) for i in range(len(w)))
     return sorted(hits)
 
@@ -82,20 +82,24 @@ def value_tokens(offsets: Sequence[tuple[int, int]], target: str, source: ValueS
 
 
 def pointer_targets(tok, prompt_ids: Sequence[int], target: str, target_ids: Sequence[int],
-                    sources: Sequence[ValueSource]) -> tuple[Pointer, ...]:
+                    sources: Sequence[ValueSource], *,
+                    offsets: Sequence[tuple[int, int]] | None = None) -> tuple[Pointer, ...]:
     """Each value token's prompt positions for ``sources`` (``target_ids`` must be ``encode_target(tok,
-    target)``; a tokenizer whose offsets disagree with them gets no targets)."""
+    target)``; a tokenizer whose offsets disagree with them gets no targets). ``offsets``: the target tokens'
+    character offsets where the caller has them (``tokenizer.encode_targets(..., offsets=True)``), else the
+    target is encoded again for them."""
     if not sources:
         return ()
-    enc = tok(target, add_special_tokens=False, split_special_tokens=True, return_offsets_mapping=True)
-    if list(enc["input_ids"]) != list(target_ids):
-        return ()
+    if offsets is None:
+        enc = tok(target, add_special_tokens=False, split_special_tokens=True, return_offsets_mapping=True)
+        if list(enc["input_ids"]) != list(target_ids):
+            return ()
+        offsets = enc["offset_mapping"]
     out: dict[int, set[int]] = {}
     for s in sources:
         where = sorted({j for text in s.texts for j in text_positions(tok, prompt_ids, text)})
         if where:
-            for i, js in _narrowed(tok, prompt_ids, target_ids, value_tokens(enc["offset_mapping"], target, s),
-                                   where):
+            for i, js in _narrowed(tok, prompt_ids, target_ids, value_tokens(offsets, target, s), where):
                 out.setdefault(i, set()).update(js)
     return tuple((i, tuple(sorted(js))) for i, js in sorted(out.items()))
 
@@ -115,6 +119,19 @@ def _narrowed(tok, prompt_ids: Sequence[int], target_ids: Sequence[int], value: 
 
 
 _WORDISH: "weakref.WeakKeyDictionary[object, dict[int, bool]]" = weakref.WeakKeyDictionary()
+_CACHED_CHARS = 32  # longer source texts are not remembered
+_IDS: "weakref.WeakKeyDictionary[object, dict[str, list[int]]]" = weakref.WeakKeyDictionary()
+
+
+def _ids(tok, text: str) -> list[int]:
+    """``encode_target(tok, text)``, remembered per tokenizer: source texts and their words repeat across a
+    run's examples (a month, a city, a tool's name)."""
+    if len(text) > _CACHED_CHARS:  # a body or a title: seen once
+        return encode_target(tok, text)
+    seen = _IDS.setdefault(tok, {})
+    if text not in seen:
+        seen[text] = encode_target(tok, text)
+    return seen[text]
 
 
 def _is_word(tok, token_id: int) -> bool:
