@@ -43,6 +43,11 @@ def test_lines_become_canonical_examples_with_their_specs(tmp_path):
     assert train[2].target == '{"name": "get_weather", "arguments": {"city": "Oslo", "days": 3}}'
     assert "### Tools" in train[2].spec.render_prompt(train[2].prompt)  # the prompt lists the tools
     assert held[0].target == "QZX-7302" and isinstance(held[0].spec, sg.Regex)
+    # --source-loss: the values the prompt spells, and a call's tool name (found in the prompt's tool list)
+    assert {(s.key, s.value) for s in train[0].sources} == {("name", '"Maria Lopez"'), ("age", "41")}
+    name, *args = train[2].sources
+    assert (name.key, name.texts) == ("name", ("get_weather",))
+    assert {(s.key, s.texts) for s in args} == {("city", ("Oslo",)), ("days", ("3",))}
 
 
 @pytest.mark.parametrize("bad, message", [

@@ -19,7 +19,8 @@ Every target is checked against its spec with the same validators decoding uses,
 the model invalid output is refused before training, naming the line.
 
 For ``--source-loss``, each top-level string or number of an object target (a call's arguments) is its own
-source: where the prompt spells it, the pointer learns to read it there (``copied_sources``). A file has no
+source: where the prompt spells it, the pointer learns to read it there (``copied_sources``); a call's tool
+name is read from the prompt's tool list. A file has no
 way to say where a *converted* value comes from, so those get no pointer target.
 """
 
@@ -109,8 +110,11 @@ def _example(row: Any, where: str, tool_spec: Any, specs: dict[str, Any]) -> tup
     except StructgenError as e:
         raise ConfigError(f"{where}: {e}") from None
     _check(spec, text, where)
-    values = target.get("arguments") if kind == "tool" else target
-    return Example(family, f"file:{kind}", prompt, spec, text, target, copied_sources(values)), split
+    if kind == "tool":  # the name reads its own line of the tool list (training log, runs 28-30)
+        sources = (ValueSource.of("name", target["name"], target["name"]),) + copied_sources(target.get("arguments"))
+    else:
+        sources = copied_sources(target)
+    return Example(family, f"file:{kind}", prompt, spec, text, target, sources), split
 
 
 def copied_sources(values: Any) -> tuple[ValueSource, ...]:
