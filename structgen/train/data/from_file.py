@@ -20,8 +20,8 @@ the model invalid output is refused before training, naming the line.
 
 For ``--source-loss``, each top-level string or number of an object target (a call's arguments) is its own
 source: where the prompt spells it, the pointer learns to read it there (``copied_sources``); a call's tool
-name is read from the prompt's tool list. A file has no
-way to say where a *converted* value comes from, so those get no pointer target.
+name is read from the prompt's tool list. A file has no way to say where a *converted* value comes from, so
+those get no pointer target.
 """
 
 from __future__ import annotations
