@@ -180,6 +180,25 @@ def add_common_args(ap, *, device: bool = True) -> None:
                                                       "tensors, e.g. cpu or cuda (default cpu)")
 
 
+def add_model_args(ap, *, n: int | None = None) -> None:
+    """The trained-model probes' arguments: ``--model``; with ``n``, ``-n`` (examples per split, default ``n``)
+    and ``--seed`` (``structgen eval``'s); then the common ones, on the CPU."""
+    ap.add_argument("--model", default=None, help="model directory (default: the embedded model)")
+    if n is not None:
+        ap.add_argument("-n", type=int, default=n, help=f"examples per split (default {n})")
+        ap.add_argument("--seed", type=int, default=1234, help="seeds the examples (default: structgen eval's)")
+    add_common_args(ap, device=False)
+
+
+def load_probed_model(args):
+    """``setup_torch`` and quiet warnings, then ``sg.load_model(args.model)`` (the embedded one by default)."""
+    setup_torch(args)
+    quiet_warnings()
+    import structgen as sg
+
+    return sg.load_model(args.model)
+
+
 def setup_torch(args) -> int:
     """Apply ``--threads`` / ``$STRUCTGEN_BENCH_THREADS``; returns the thread count in use."""
     import torch

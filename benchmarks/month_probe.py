@@ -67,14 +67,11 @@ def probes() -> list[tuple[str, str, dict, object]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=None, help="model directory (default: the embedded model)")
-    C.add_common_args(ap, device=False)
+    C.add_model_args(ap)
     args = ap.parse_args()
-    C.setup_torch(args)
-    C.quiet_warnings()
+    model = C.load_probed_model(args)
     import structgen as sg
 
-    model = sg.load_model(args.model)
     gen = sg.Generator(model)
     rows, right, seen, pointed = [], {}, {}, {}
     with C.progress() as bar:

@@ -51,17 +51,11 @@ def choose(model, example) -> tuple[str, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=None, help="model directory (default: the embedded model)")
-    ap.add_argument("-n", type=int, default=50, help="examples per split (default 50)")
-    ap.add_argument("--seed", type=int, default=1234, help="seeds the examples (default: structgen eval's)")
-    C.add_common_args(ap, device=False)
+    C.add_model_args(ap, n=50)
     args = ap.parse_args()
-    C.setup_torch(args)
-    C.quiet_warnings()
-    import structgen as sg
+    model = C.load_probed_model(args)
     from structgen.train.data import examples
 
-    model = sg.load_model(args.model)
     rows, payload = [], {"env": C.environment(args), "model": args.model or "default", "splits": {}}
     with C.progress() as bar:
         task = bar.add_task("examples", total=2 * args.n)

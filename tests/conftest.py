@@ -65,3 +65,20 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="session")
+def bench_script():
+    """``bench_script("tool_name_probe")``: a script of ``benchmarks/`` imported as a module (with its
+    ``_common`` helpers found beside it), for tests of the probes' pure parts."""
+    import importlib
+    import sys
+
+    def load(name: str):
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        try:
+            return importlib.import_module(name)
+        finally:
+            sys.path.remove(str(ROOT / "benchmarks"))
+
+    return load

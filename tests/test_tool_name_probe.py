@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
-
-def test_the_probe_chooses_one_of_the_listed_tools_for_each_split():
+def test_the_probe_chooses_one_of_the_listed_tools_for_each_split(bench_script):
     import structgen as sg
     from structgen.train.data import examples
 
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tool_name_probe as probe
-    finally:
-        sys.path.remove(str(BENCH))
+    probe = bench_script("tool_name_probe")
     model = sg.load_model()
     for split in ("heldout", "train"):
         for ex in examples("tool", split, 3, 7):
