@@ -7,8 +7,9 @@ the name lets the constraint pick the tool from the value. For each tool-call ex
 seed and canvas, constrained decoding with the step trace) this prints: whether the name was right, the model
 call at which the name's last token was committed (as a share of the call's model calls), whether a model
 step or the constraint (a forced step) finished it, and what share of the arguments' tokens were committed by
-then (that step included).
-Figures only; nothing is asserted.
+then (that step included). The name's positions are those of the final canvas; a call repaired after a failed
+validation is timed at the first step, of any attempt, that had them all filled. Figures only; nothing is
+asserted.
 
     python benchmarks/commit_order.py                          # the embedded model
     python benchmarks/commit_order.py --model DIR -n 20 --split heldout,train --json order.json
@@ -51,7 +52,7 @@ def order_of(model, gen, example, canvas: int) -> dict:
         name = json.loads(r.text)["name"]
     except (ValueError, KeyError, TypeError):
         return {"right": False, "valid": False}
-    where = name_positions(model.tokenizer, [t for t in final if t >= 0], name)
+    where = name_positions(model.tokenizer, final, name)  # the final canvas has no masks left
     start = max(where) + 1 if where else len(final)
     args = [i for i in range(start, len(final)) if final[i] >= 0 and final[i] != model.eos_id]  # not the tail
     for ev in r.trace:
