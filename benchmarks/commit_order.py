@@ -25,8 +25,7 @@ from statistics import mean
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
-
-PREFIX = '{"name": "'
+from tool_name_probe import PREFIX  # noqa: E402  (a tool call's canonical opening, up to the name)
 
 
 def name_positions(tok, ids: list[int], name: str) -> list[int]:

@@ -59,6 +59,13 @@ class ValueSource:
     def of(cls, key: str, value: Any, *texts: Any) -> "ValueSource":
         return cls(key, canonical_json(value), tuple(str(t) for t in texts if t is not None and str(t).strip()))
 
+    @classmethod
+    def tool_name(cls, name: str) -> "ValueSource":
+        """A tool call's ``"name"``, read from the tool's own line of the prompt's tool list: the name is
+        copied, not generated, and without this source the source loss taught the pointer to read the
+        request at every value token and nothing to read the list (training log, runs 25-30)."""
+        return cls.of("name", name, name)
+
 
 #: ``render(rng) -> (prompt, target, gold, spec)`` or ``(prompt, target, gold, spec, sources)``
 Render = Callable[[random.Random], tuple]

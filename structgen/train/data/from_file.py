@@ -110,8 +110,8 @@ def _example(row: Any, where: str, tool_spec: Any, specs: dict[str, Any]) -> tup
     except StructgenError as e:
         raise ConfigError(f"{where}: {e}") from None
     _check(spec, text, where)
-    if kind == "tool":  # the name reads its own line of the tool list (training log, runs 28-30)
-        sources = (ValueSource.of("name", target["name"], target["name"]),) + copied_sources(target.get("arguments"))
+    if kind == "tool":
+        sources = (ValueSource.tool_name(target["name"]),) + copied_sources(target.get("arguments"))
     else:
         sources = copied_sources(target)
     return Example(family, f"file:{kind}", prompt, spec, text, target, sources), split

@@ -203,14 +203,10 @@ ARG_SLOTS: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def _sources(tool: str, args: dict, slots: dict) -> tuple[ValueSource, ...]:
-    """The tool's name, read from its own line of the prompt's tool list, then each scalar argument's
-    request text (``ARG_SLOTS``); lists (recipients, attendees) are left out.
-
-    The name is copied, not generated (its copy gate is 0.00 in runs 11 and 25): choosing the tool is the
-    pointer finding the right entry of the list. Without a source for it, the source loss taught the pointer
-    to read the request at every value token and nothing to read the list, and the path's recipe lost the
-    name (training log, runs 25-26)."""
-    return (ValueSource.of("name", tool, tool),) + tuple(
+    """The tool's name (``ValueSource.tool_name``: its own line of the prompt's tool list; its copy gate is
+    0.00 in runs 11 and 25, so choosing the tool is the pointer finding the right entry), then each scalar
+    argument's request text (``ARG_SLOTS``); lists (recipients, attendees) are left out."""
+    return (ValueSource.tool_name(tool),) + tuple(
         ValueSource.of(arg, args[arg], *(slots.get(s) for s in names))
         for arg, names in ARG_SLOTS[tool].items() if arg in args and not isinstance(args[arg], list))
 
