@@ -26,6 +26,10 @@ the same number of steps and seeds:
   punctuation: a pointer loss on every token then asks the conversion path to write the punctuation too,
   since nothing can be copied for it (run 23 in docs/training-log.md).
 
+- ``+ lookup``: no conversion path; the generator reads the prompt's tokens themselves before its
+  projection (``copy_head_lookup``, ``structgen train --lookup``); ``+ lookup, source loss``: with the
+  source loss on the pointer beside it.
+
 ``--topk K`` gives every variant with the conversion path ``copy_head_convert_topk`` K: each slot converts
 through its K heaviest sources only (``structgen train --convert-topk``).
 
@@ -67,17 +71,21 @@ MAPS = ({w: 60 + (5 * i) % 12 for i, w in enumerate(MONTHS)}, {w: 80 + (7 * i) %
 PREFIXES, CLOSE, KEYS = ((30, 31, 32, 33), (30, 34, 32)), 35, (31, 34)
 FILLER = range(100, V)
 #: name -> (conversion path, pointer loss weight, pointer loss on EOS targets too, source loss weight, maps,
-#: pointer loss only at the value)
-VARIANTS = {"copy head": (False, 0.0, False, 0.0, 1, False), "+ conversion path": (True, 0.0, False, 0.0, 1, False),
-            "+ pointer loss": (True, 0.3, False, 0.0, 1, False),
-            "+ pointer loss, EOS too": (True, 0.3, True, 0.0, 1, False),
-            "+ source loss": (True, 0.3, False, 1.0, 1, False), "+ two maps": (True, 0.3, False, 1.0, 2, False),
-            "+ source loss, on sources": (True, 0.3, False, 1.0, 1, True),
-            "+ two maps, on sources": (True, 0.3, False, 1.0, 2, True)}
+#: pointer loss only at the value, lookup)
+VARIANTS = {"copy head": (False, 0.0, False, 0.0, 1, False, False),
+            "+ conversion path": (True, 0.0, False, 0.0, 1, False, False),
+            "+ pointer loss": (True, 0.3, False, 0.0, 1, False, False),
+            "+ pointer loss, EOS too": (True, 0.3, True, 0.0, 1, False, False),
+            "+ source loss": (True, 0.3, False, 1.0, 1, False, False),
+            "+ two maps": (True, 0.3, False, 1.0, 2, False, False),
+            "+ source loss, on sources": (True, 0.3, False, 1.0, 1, True, False),
+            "+ two maps, on sources": (True, 0.3, False, 1.0, 2, True, False),
+            "+ lookup": (False, 0.0, False, 0.0, 1, False, True),
+            "+ lookup, source loss": (False, 0.0, False, 1.0, 1, False, True)}
 
 
 def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: int,
-          maps: int = 1, topk: int = 0) -> ModernBertWithCopyHead:
+          maps: int = 1, topk: int = 0, lookup: bool = False) -> ModernBertWithCopyHead:
     from transformers import ModernBertConfig
 
     torch.manual_seed(seed)
@@ -86,7 +94,8 @@ def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: in
                            pad_token_id=PAD, eos_token_id=EOS, sep_token_id=EOS, bos_token_id=None, cls_token_id=None,
                            attn_implementation="sdpa", copy_head_mask_id=MASK, copy_head_neighbours=True,
                            copy_head_convert=convert, copy_head_pointer_loss=pointer_loss,
-                           copy_head_convert_maps=maps, copy_head_convert_topk=topk if convert else 0)
+                           copy_head_convert_maps=maps, copy_head_convert_topk=topk if convert else 0,
+                           copy_head_lookup=lookup)
     return ModernBertWithCopyHead(cfg)
 
 
@@ -174,8 +183,8 @@ def answers(model, rng: random.Random, filler: int, canvas_len: int, per_month: 
 
 
 def run(name: str, seed: int, args) -> tuple[float, int, float]:
-    convert, pointer_loss, eos_too, source_loss, maps, on_sources = VARIANTS[name]
-    model = build(convert, pointer_loss, seed, args.hidden, args.layers, maps, args.topk).train()
+    convert, pointer_loss, eos_too, source_loss, maps, on_sources, lookup = VARIANTS[name]
+    model = build(convert, pointer_loss, seed, args.hidden, args.layers, maps, args.topk, lookup).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     rng, noise = random.Random(seed), torch.Generator().manual_seed(seed)
     t0 = time.time()

@@ -40,6 +40,9 @@ def train(
     convert_path: Optional[bool] = typer.Option(None, "--convert-path/--no-convert-path", help="Give the copy "
                                                 "head a conversion path (July -> 07 read off the source; "
                                                 "default off; docs/training.md)."),
+    lookup: Optional[bool] = typer.Option(None, "--lookup/--no-lookup", help="Let the generator read the "
+                                          "request's words themselves (July -> 07 without the conversion "
+                                          "path; default off; docs/training.md)."),
     convert_maps: Optional[int] = typer.Option(None, "--convert-maps", help="With --convert-path: conversion "
                                                "maps per source word that the reading slot chooses among "
                                                "(January -> 01 in a date, 1 as an integer; default 1)."),
@@ -73,7 +76,7 @@ def train(
         cfg = TrainConfig.preset(preset, minutes=minutes, steps=steps, seed=seed, device=device, threads=threads,
                                  precision=precision, examples_per_family=examples_per_family,
                                  drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
-                                 attention_dropout=attention_dropout, copy_convert=convert_path,
+                                 attention_dropout=attention_dropout, copy_convert=convert_path, lookup=lookup,
                                  convert_maps=convert_maps, convert_topk=convert_topk, source_loss=source_loss,
                                  pointer_loss_on=pointer_loss_on, keep=keep)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "

@@ -70,6 +70,17 @@ learning until the gate can prefer it (``structgen.train.objective.llada_loss``;
 conversion_task.py``). Not on the EOS tail: that is most of a canvas, and trained there the path learnt to
 turn every source word into EOS (training log, run 18).
 
+**Lookup** (``config.copy_head_lookup``): a cheaper way to convert, through the generator instead of the
+pointer. The generator reads the visible tokens themselves before its projection,
+
+    gen_i = softmax(W (h_i + sum_j b_ij V [h_j ; e(x_j)])),   b_i = softmax_j(Q h_i . K [h_j ; e(x_j)] / 8)
+
+over the same visible tokens the pointer sees, with ``e(x_j)`` the token's own input embedding as in the
+conversion path. ``V`` starts at zero, so an untrained lookup is the plain generator. "July" -> ``07`` is then
+a lookup of the word's embedding mapped by ``V`` and the generator's head: one ``[L, L]`` attention per row
+and no extra vocabulary projection, and the pointer stays a pure copier (the conversion path shares the
+pointer between copying and converting, and runs 25-32 lost tool names and clean spans with it).
+
 The model's ``logits`` are ``log p``: every sampler, constraint and loss that takes logits works unchanged
 (softmax of ``log p`` is ``p``). Saved as a normal Hugging Face directory whose ``config.architectures``
 names this class and whose config holds ``copy_head_mask_id``; ``structgen.models.hf_mlm`` loads it with
@@ -102,6 +113,7 @@ class PointerParts(NamedTuple):
     mixed: torch.Tensor  # [N, V] log p of the mixture (what ``forward`` gives)
     pointer: torch.Tensor  # [N, V] log p of the pointer alone (the generator's where nothing is visible)
     attn: torch.Tensor  # [N, L] the pointer's weights over each row's positions (0 off the sources)
+    lookup: torch.Tensor | None = None  # [N, L] the lookup's weights likewise (None without the lookup)
 
 
 class ModernBertWithCopyHead(ModernBertForMaskedLM):
@@ -128,6 +140,13 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
                 # gradient, and they never part (benchmarks/conversion_task.py --forms 2)
                 nn.init.normal_(self.copy_convert_pick.weight, std=3 * d ** -0.5)
                 nn.init.zeros_(self.copy_convert_pick.bias)
+        if getattr(config, "copy_head_lookup", False):
+            self.lookup_q = nn.Linear(d, COPY_DIM, bias=False)
+            self.lookup_k = nn.Linear(2 * d, COPY_DIM, bias=False)
+            self.lookup_v = nn.Linear(2 * d, d, bias=False)
+            nn.init.normal_(self.lookup_q.weight, std=0.02)
+            nn.init.normal_(self.lookup_k.weight, std=0.02)
+            nn.init.zeros_(self.lookup_v.weight)  # an untrained lookup adds nothing: the plain generator
         if getattr(config, "copy_head_neighbours", False):
             self.copy_neighbour = nn.Linear(d, len(NEIGHBOUR_INIT))
             nn.init.normal_(self.copy_neighbour.weight, std=0.02)
@@ -181,7 +200,11 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         p_copy = torch.zeros(rows.numel(), self.config.vocab_size, dtype=attn.dtype, device=attn.device)
         p_copy.scatter_add_(1, ids[rows], attn)
         h = hidden[rows, cols]
-        gen_logp = F.log_softmax(self.decoder(self.head(h)).float(), dim=-1)
+        gen_in, looked = h, None
+        if hasattr(self, "lookup_q"):
+            read, looked = self._looked_up(hidden, ids, sources, rows, cols, q_start)
+            gen_in = h + read
+        gen_logp = F.log_softmax(self.decoder(self.head(gen_in)).float(), dim=-1)
         gate = self.copy_gate(h).float()
         has_src = src.any(dim=-1, keepdim=True)  # nothing to copy: the generator alone
         log_g = torch.where(has_src, F.logsigmoid(gate), torch.zeros_like(gate))
@@ -195,7 +218,7 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         mixed = torch.logaddexp(log_g + gen_logp, log_not_g + log_pointer)
         if not pointer:
             return mixed
-        return PointerParts(mixed, torch.where(has_src, log_pointer, gen_logp), attn)
+        return PointerParts(mixed, torch.where(has_src, log_pointer, gen_logp), attn, looked)
 
     @property
     def pointer_loss_weight(self) -> float:
@@ -251,6 +274,20 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
             weight = weight[:, :, None] * pick[:, None, :]  # [N, top, K]
         N = rows.numel()
         return torch.bmm(weight.reshape(N, 1, -1).to(picked.dtype), picked.reshape(N, top * K, -1))[:, 0]
+
+    def _looked_up(self, hidden: torch.Tensor, ids: torch.Tensor, visible: torch.Tensor, rows: torch.Tensor,
+                   cols: torch.Tensor, q_start: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``([N, d], [N, L])``: ``sum_j b_ij V [h_j ; e(x_j)]`` at the positions ``(rows, cols)`` and their
+        weights ``b_i`` (module docstring, lookup), attending over each row's ``visible`` ``[B, L]`` tokens
+        from position ``q_start`` on."""
+        own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids))  # the tokens themselves
+        both = torch.cat([hidden, own.to(hidden.dtype)], dim=-1)  # [B, L, 2d]
+        q = self.lookup_q(hidden[:, q_start:])  # [B, L - q_start, 64]
+        scores = torch.matmul(q, self.lookup_k(both).transpose(1, 2)).float() / COPY_DIM ** 0.5
+        scores = scores.masked_fill(~visible[:, None, :], _NEG)
+        weights = torch.softmax(scores, dim=-1) * visible[:, None, :]  # exact zeros off the visible
+        read = torch.matmul(weights.to(both.dtype), self.lookup_v(both))  # [B, L - q_start, d]
+        return read[rows, cols - q_start].to(hidden.dtype), weights[rows, cols - q_start]
 
     @staticmethod
     def _neighbour_bonus(ids: torch.Tensor, visible: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,

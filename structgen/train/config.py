@@ -57,6 +57,8 @@ class TrainConfig:
     # ("January" is 01 in a date, 1 as an integer; structgen.models.copy_head, run 23)
     convert_topk: int = 0  # with copy_convert: each position converts through its k heaviest sources only, and
     # only those get a vocabulary projection (0 = every source; structgen.models.copy_head, run 25)
+    lookup: bool = False  # the generator reads the visible tokens' own embeddings before its projection: a
+    # conversion that leaves the pointer a pure copier (structgen.models.copy_head, run 33)
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
     pointer_loss_on: str = "content"  # where that loss trains: "content" (every non-EOS target) | "sources"
@@ -162,6 +164,9 @@ class TrainConfig:
         if self.copy_convert and not self.copy_head:
             raise ConfigError("copy_convert (--convert-path) needs the copy head: set copy_head=True (the small "
                               "preset has it, tiny does not)")
+        if self.lookup and not self.copy_head:
+            raise ConfigError("lookup (--lookup) is part of the copy head: set copy_head=True (the small preset "
+                              "has it, tiny does not)")
         if not isinstance(self.convert_maps, int) or isinstance(self.convert_maps, bool) or self.convert_maps < 1:
             raise ConfigError(f"convert_maps must be a positive integer, got {self.convert_maps!r}")
         if self.convert_maps > 1 and not (self.copy_head and self.copy_convert):
@@ -315,7 +320,8 @@ def model_config(tokenizer, cfg: TrainConfig):
         attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
         mlp_dropout=cfg.dropout,
         **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours,
-            "copy_head_convert": cfg.copy_convert, "copy_head_convert_maps": cfg.convert_maps if cfg.copy_convert else 1,
+            "copy_head_convert": cfg.copy_convert, "copy_head_lookup": cfg.lookup,
+            "copy_head_convert_maps": cfg.convert_maps if cfg.copy_convert else 1,
             "copy_head_convert_topk": cfg.convert_topk if cfg.copy_convert else 0,
             "copy_head_pointer_loss": cfg.pointer_loss if cfg.copy_convert else 0.0} if cfg.copy_head else {}),
     )

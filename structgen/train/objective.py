@@ -206,7 +206,8 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     pointer's own loss times that weight, on the masked positions whose target is not ``eos_id``. With
     ``sources`` (``Batch.sources``) and ``source_loss`` > 0, a copy-head model in training mode also adds
     ``source_loss`` times the *source loss* (``source_nll``): at each masked position that has pointer
-    targets, ``-log`` of the pointer's weight on the prompt positions its value was rendered from. With
+    targets, ``-log`` of the pointer's weight on the prompt positions its value was rendered from (and the
+    same of the lookup's weights, for a model with the lookup). With
     ``pointer_on_sources`` (and ``sources``) the pointer's own loss is kept to the masked positions that have
     pointer targets, the value tokens read off the request; keys, punctuation and other generated tokens are
     left to the mixture (run 23: a loss on every non-EOS token spends whatever freedom the conversion path
@@ -220,12 +221,16 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     w = getattr(model, "pointer_loss_weight", 0.0) if parts else 0.0
     ws = source_loss if parts and sources is not None else 0.0
     if w or ws:  # the copy head's pointer trains on its own losses too (copy_head.PointerParts)
-        logits, pointer, attn = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True)
+        parts = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True)
+        logits, pointer, attn = parts.mixed, parts.pointer, parts.attn
     else:
         logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
     loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
     if ws:
-        loss = loss + ws * source_nll(attn, sources[noised.masked], noised.masked, per_row=per_row)
+        where = sources[noised.masked]
+        loss = loss + ws * source_nll(attn, where, noised.masked, per_row=per_row)
+        if parts.lookup is not None:  # the lookup reads the same words (copy_head's docstring, lookup)
+            loss = loss + ws * source_nll(parts.lookup, where, noised.masked, per_row=per_row)
     if w:
         keep = None
         if eos_id is not None:  # not on the EOS tail: most of a canvas, it would teach every source to say EOS
