@@ -52,6 +52,8 @@ def train(
     source_loss: Optional[float] = typer.Option(None, "--source-loss", help="Weight of the pointer's source loss: "
                                                 "teach the copy head which request words each value comes "
                                                 "from (default 0 = off; docs/training.md)."),
+    source_loss_on: Optional[str] = typer.Option(None, "--source-loss-on", help="With --lookup: what the "
+                                                 "source loss trains: both (the default) | pointer | lookup."),
     pointer_loss_on: Optional[str] = typer.Option(None, "--pointer-loss-on", help="Where the conversion path's "
                                                   "pointer loss trains: content (every non-EOS token, the "
                                                   "default) | sources (only value tokens read off the "
@@ -78,7 +80,7 @@ def train(
                                  drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
                                  attention_dropout=attention_dropout, copy_convert=convert_path, lookup=lookup,
                                  convert_maps=convert_maps, convert_topk=convert_topk, source_loss=source_loss,
-                                 pointer_loss_on=pointer_loss_on, keep=keep)
+                                 pointer_loss_on=pointer_loss_on, source_loss_on=source_loss_on, keep=keep)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")

@@ -90,14 +90,28 @@ def test_the_source_loss_trains_the_lookups_weights_too():
     sources = torch.zeros(4, 6, 6, dtype=torch.bool)
     sources[:, 3, 1] = True  # the value at position 3 comes from the word at position 1
 
-    def lookup_grad(weight: float) -> float:
+    def grads(weight: float, on: str = "both") -> tuple[float, float]:
+        """The lookup's and the pointer's key gradients."""
         m.zero_grad()
         loss, _ = llada_loss(m, ids, torch.ones_like(ids), canvas, MASK, generator=torch.Generator().manual_seed(0),
-                             sources=sources, source_loss=weight, eps=0.999)  # every canvas position masked
+                             sources=sources, source_loss=weight, eps=0.999,  # every canvas position masked
+                             source_loss_on=on)
         loss.backward()
-        return m.lookup_k.weight.grad.abs().sum().item()
+        return m.lookup_k.weight.grad.abs().sum().item(), m.copy_k.weight.grad.abs().sum().item()
 
-    assert lookup_grad(1.0) > lookup_grad(0.0) * 1.01
+    lookup0, pointer0 = grads(0.0)
+    lookup1, pointer1 = grads(1.0)
+    assert lookup1 > lookup0 * 1.01 and pointer1 > pointer0 * 1.01
+    assert grads(1.0, "pointer") == pytest.approx((lookup0, pointer1))  # --source-loss-on pointer
+    assert grads(1.0, "lookup") == pytest.approx((lookup1, pointer0))  # --source-loss-on lookup
+
+
+def test_the_config_refuses_a_source_loss_target_it_cannot_train():
+    assert TrainConfig.small(lookup=True, source_loss=0.5, source_loss_on="lookup").source_loss_on == "lookup"
+    with pytest.raises(ConfigError, match="set lookup=True"):
+        TrainConfig.small(source_loss=0.5, source_loss_on="lookup")
+    with pytest.raises(ConfigError, match="source_loss_on must be"):
+        TrainConfig.small(lookup=True, source_loss=0.5, source_loss_on="generator")
 
 
 def test_the_lookup_learns_a_token_map_the_plain_copy_head_does_not():

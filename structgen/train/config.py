@@ -65,6 +65,8 @@ class TrainConfig:
     # (only the value tokens read off the request; needs source_loss > 0; training log, run 24)
     source_loss: float = 0.0  # the weight of the pointer's source loss: put the pointer on the request words a
     # value was rendered from (structgen.train.sources; 0 = off; needs the copy head; run 20)
+    source_loss_on: str = "both"  # with the lookup: what the source loss trains, "both" | "pointer" | "lookup"
+    # (the pointer alone without the lookup; run 34)
     dropout: float = 0.0  # ModernBERT's embedding and MLP dropout while training (off when decoding); 0.1 lowered
     # the held-out loss in run 12
     attention_dropout: float | None = None  # the attention probabilities' dropout (None = ``dropout``): on CPU it
@@ -167,6 +169,12 @@ class TrainConfig:
         if self.lookup and not self.copy_head:
             raise ConfigError("lookup (--lookup) is part of the copy head: set copy_head=True (the small preset "
                               "has it, tiny does not)")
+        if self.source_loss_on not in ("both", "pointer", "lookup"):
+            raise ConfigError(f"source_loss_on must be 'both', 'pointer' or 'lookup', got {self.source_loss_on!r}")
+        if self.source_loss_on != "both" and not (self.lookup and self.source_loss):
+            raise ConfigError(f"source_loss_on={self.source_loss_on!r} (--source-loss-on) chooses between the "
+                              "pointer and the lookup: set lookup=True (--lookup) and source_loss > 0 "
+                              "(--source-loss 0.5)")
         if not isinstance(self.convert_maps, int) or isinstance(self.convert_maps, bool) or self.convert_maps < 1:
             raise ConfigError(f"convert_maps must be a positive integer, got {self.convert_maps!r}")
         if self.convert_maps > 1 and not (self.copy_head and self.copy_convert):

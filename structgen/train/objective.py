@@ -198,7 +198,8 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
                prefix_share: float = 0.0, eos_id: int | None = None,
                mask_power: float = 1.0, frontier_share: float = 0.0,
                frontier_block: int = 32, sources: torch.Tensor | None = None,
-               source_loss: float = 0.0, pointer_on_sources: bool = False) -> tuple[torch.Tensor, Noised]:
+               source_loss: float = 0.0, pointer_on_sources: bool = False,
+               source_loss_on: str = "both") -> tuple[torch.Tensor, Noised]:
     """Noise the batch, run the model on it and return ``(loss, noised)`` (``loss`` is ``[B]`` with
     ``per_row``). ``logits_fn(model, ids, attention_mask, masked) -> [N, V]`` defaults to ``masked_logits``.
 
@@ -206,8 +207,9 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     pointer's own loss times that weight, on the masked positions whose target is not ``eos_id``. With
     ``sources`` (``Batch.sources``) and ``source_loss`` > 0, a copy-head model in training mode also adds
     ``source_loss`` times the *source loss* (``source_nll``): at each masked position that has pointer
-    targets, ``-log`` of the pointer's weight on the prompt positions its value was rendered from (and the
-    same of the lookup's weights, for a model with the lookup). With
+    targets, ``-log`` of the pointer's weight on the prompt positions its value was rendered from, and the
+    same of the lookup's weights for a model with the lookup (``source_loss_on``: ``"both"``, or only
+    ``"pointer"`` or ``"lookup"``). With
     ``pointer_on_sources`` (and ``sources``) the pointer's own loss is kept to the masked positions that have
     pointer targets, the value tokens read off the request; keys, punctuation and other generated tokens are
     left to the mixture (run 23: a loss on every non-EOS token spends whatever freedom the conversion path
@@ -228,8 +230,9 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
     if ws:
         where = sources[noised.masked]
-        loss = loss + ws * source_nll(attn, where, noised.masked, per_row=per_row)
-        if parts.lookup is not None:  # the lookup reads the same words (copy_head's docstring, lookup)
+        if source_loss_on != "lookup" or parts.lookup is None:
+            loss = loss + ws * source_nll(attn, where, noised.masked, per_row=per_row)
+        if parts.lookup is not None and source_loss_on != "pointer":  # the lookup reads the same words
             loss = loss + ws * source_nll(parts.lookup, where, noised.masked, per_row=per_row)
     if w:
         keep = None

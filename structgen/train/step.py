@@ -36,7 +36,7 @@ def training_step(model, opt, batch: Batch, cfg: TrainConfig, mask_id: int, eos_
                              mask_power=cfg.mask_power, frontier_share=cfg.frontier_share,
                              frontier_block=cfg.frontier_block,
                              sources=batch.sources() if cfg.source_loss else None, source_loss=cfg.source_loss,
-                             pointer_on_sources=cfg.pointer_loss_on == "sources")
+                             pointer_on_sources=cfg.pointer_loss_on == "sources", source_loss_on=cfg.source_loss_on)
     if not bool(torch.isfinite(loss)):
         return None
     opt.zero_grad(set_to_none=True)
