@@ -28,7 +28,7 @@ the same number of steps and seeds:
 
 - ``+ lookup``: no conversion path; the generator reads the prompt's tokens themselves before its
   projection (``copy_head_lookup``, ``structgen train --lookup``); ``+ lookup, source loss``: with the
-  source loss on the pointer beside it.
+  source loss, which trains the lookup's weights and the pointer's.
 
 ``--topk K`` gives every variant with the conversion path ``copy_head_convert_topk`` K: each slot converts
 through its K heaviest sources only (``structgen train --convert-topk``).

@@ -76,7 +76,8 @@ def test_the_lookup_reads_visible_tokens_only_and_trains():
     assert w.shape == (6, 7) and torch.allclose(w.sum(-1), torch.ones(6), atol=1e-5)
     assert (w[:3, 4:] == 0).all() and (w[:3, :4] > 0).all()  # row 0: its four prompt tokens, not masks
     assert (w[3:, 2:] == 0).all()  # row 1: not masks, not padding
-    torch.nn.functional.cross_entropy(masked_logits(m, ids, att, masked), torch.tensor([30, 31, 32, 33, 34, 35])).backward()
+    target = torch.tensor([30, 31, 32, 33, 34, 35])
+    torch.nn.functional.cross_entropy(masked_logits(m, ids, att, masked), target).backward()
     for lin in (m.lookup_q, m.lookup_k, m.lookup_v):
         assert lin.weight.grad.abs().sum() > 0
 

@@ -219,9 +219,9 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
                        eos_id=eos_id, mask_power=mask_power, frontier_share=frontier_share,
                        frontier_block=frontier_block)
     targets, canvas_len = input_ids[noised.masked], noised.canvas.sum(dim=1)
-    parts = logits_fn is None and model.training and hasattr(model, "masked_log_probs")
-    w = getattr(model, "pointer_loss_weight", 0.0) if parts else 0.0
-    ws = source_loss if parts and sources is not None else 0.0
+    has_parts = logits_fn is None and model.training and hasattr(model, "masked_log_probs")
+    w = getattr(model, "pointer_loss_weight", 0.0) if has_parts else 0.0
+    ws = source_loss if has_parts and sources is not None else 0.0
     if w or ws:  # the copy head's pointer trains on its own losses too (copy_head.PointerParts)
         parts = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True)
         logits, pointer, attn = parts.mixed, parts.pointer, parts.attn
