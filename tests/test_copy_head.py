@@ -16,7 +16,7 @@ MASK = 4
 
 
 def _model(seed: int = 0, neighbours: bool = False, convert: bool = False, maps: int = 1,
-           topk: int = 0) -> ModernBertWithCopyHead:
+           topk: int = 0, lookup: bool = False) -> ModernBertWithCopyHead:
     from transformers import ModernBertConfig
 
     torch.manual_seed(seed)
@@ -25,7 +25,7 @@ def _model(seed: int = 0, neighbours: bool = False, convert: bool = False, maps:
                            eos_token_id=1, sep_token_id=1, bos_token_id=None, cls_token_id=None,
                            attn_implementation="sdpa", copy_head_mask_id=MASK,
                            copy_head_neighbours=neighbours, copy_head_convert=convert,
-                           copy_head_convert_maps=maps, copy_head_convert_topk=topk)
+                           copy_head_convert_maps=maps, copy_head_convert_topk=topk, copy_head_lookup=lookup)
     return ModernBertWithCopyHead(cfg).eval()
 
 

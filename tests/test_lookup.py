@@ -11,33 +11,20 @@ from structgen.models.copy_head import ModernBertWithCopyHead
 from structgen.train.config import TrainConfig
 from structgen.train.objective import llada_loss, masked_logits
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+from test_copy_head import MASK, _ids  # the same small rows: a prompt, masks, padding
+from test_copy_head import _model as copy_head_model
 
-MASK = 4
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _model(seed: int = 0, lookup: bool = True, awake: bool = True) -> ModernBertWithCopyHead:
-    """A small copy-head model with the lookup; ``awake`` gives its value map (zero at initialisation)
-    random weights, so that the lookup changes the logits."""
-    from transformers import ModernBertConfig
-
-    torch.manual_seed(seed)
-    cfg = ModernBertConfig(vocab_size=50, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                           num_attention_heads=2, layer_types=["full_attention"] * 2, pad_token_id=0,
-                           eos_token_id=1, sep_token_id=1, bos_token_id=None, cls_token_id=None,
-                           attn_implementation="sdpa", copy_head_mask_id=MASK, copy_head_neighbours=True,
-                           copy_head_lookup=lookup)
-    m = ModernBertWithCopyHead(cfg).eval()
+    """``test_copy_head``'s small copy-head model (with the neighbour bonuses) and the lookup; ``awake`` gives
+    its value map (zero at initialisation) random weights, so that the lookup changes the logits."""
+    m = copy_head_model(seed, neighbours=True, lookup=lookup)
     if lookup and awake:
         with torch.no_grad():
             m.lookup_v.weight.normal_(std=0.5)
     return m
-
-
-def _ids():
-    ids = torch.tensor([[10, 11, 12, 13, MASK, MASK, MASK], [20, 21, MASK, MASK, MASK, 0, 0]])
-    att = torch.tensor([[1] * 7, [1] * 5 + [0, 0]])
-    return ids, att
 
 
 def test_an_untrained_lookup_is_the_plain_generator():

@@ -248,12 +248,17 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         pick = torch.softmax(self.copy_convert_pick(slot).float(), dim=-1)  # [N, K]
         return sum(pick[:, k:k + 1] * torch.bmm(dense, conv[:, :, k])[rows, at] for k in range(K))
 
+    def _with_own_tokens(self, hidden: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """``[h_j ; e(x_j)]`` (``[..., 2d]``): each position's hidden state beside its token's own normalised
+        input embedding, which the last layer's state keeps little of (module docstring)."""
+        own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids))
+        return torch.cat([hidden, own.to(hidden.dtype)], dim=-1)
+
     def _conversions(self, hidden: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
         """``conv_jk``: each source's K distributions over the vocabulary (``[..., K, V]`` for hidden states
         ``[..., d]`` and their token ids ``[...]``), read off ``[h_j ; e(x_j)]`` (module docstring)."""
-        own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids))  # the source token itself
-        both = torch.cat([hidden, own.to(hidden.dtype)], dim=-1)
-        maps = self.copy_convert(both).view(*ids.shape, self.convert_maps, hidden.shape[-1])
+        maps = self.copy_convert(self._with_own_tokens(hidden, ids))
+        maps = maps.view(*ids.shape, self.convert_maps, hidden.shape[-1])
         return torch.softmax(self.decoder(self.head(maps)).float(), dim=-1)
 
     def _converted_topk(self, hidden: torch.Tensor, ids: torch.Tensor, attn: torch.Tensor, rows: torch.Tensor,
@@ -280,8 +285,7 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         """``([N, d], [N, L])``: ``sum_j b_ij V [h_j ; e(x_j)]`` at the positions ``(rows, cols)`` and their
         weights ``b_i`` (module docstring, lookup), attending over each row's ``visible`` ``[B, L]`` tokens
         from position ``q_start`` on."""
-        own = self.model.embeddings.norm(self.model.embeddings.tok_embeddings(ids))  # the tokens themselves
-        both = torch.cat([hidden, own.to(hidden.dtype)], dim=-1)  # [B, L, 2d]
+        both = self._with_own_tokens(hidden, ids)  # [B, L, 2d]
         q = self.lookup_q(hidden[:, q_start:])  # [B, L - q_start, 64]
         scores = torch.matmul(q, self.lookup_k(both).transpose(1, 2)).float() / COPY_DIM ** 0.5
         scores = scores.masked_fill(~visible[:, None, :], _NEG)
