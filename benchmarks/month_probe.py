@@ -6,7 +6,8 @@ Two schemas, each asked for every month: ``{"month": integer 1-12}`` from "Month
 every "Month: ..." and 2026-07-14 for almost every date; training log, run 17). Decoded with the default
 ``sg.Generator`` (constrained), so the figures are what a user would get. For a copy-head model it also
 prints where the pointer looks: its weight on the month word at the month's slot, with the answer written
-up to that slot and the rest masked (run 19's pointer put 0.00 there). Figures only; nothing is asserted.
+up to that slot and the rest masked (run 19's pointer put 0.00 there), and for a model with the lookup the
+lookup's weight there too (run 33's read the canvas beside the slot). Figures only; nothing is asserted.
 
     python benchmarks/month_probe.py                   # the embedded model
     python benchmarks/month_probe.py --model DIR --json probe.json
@@ -33,9 +34,10 @@ DATE = {"type": "object", "properties": {"date": {"type": "string", "format": "d
 PREFIX = {"month number": '{"month": ', "ISO date": '{"date": "2026-'}
 
 
-def pointer_on_word(model, prompt: str, schema: dict, prefix: str, word: str, canvas: int = 24) -> float | None:
-    """The copy head's weight on the prompt tokens of ``word`` at the first position after ``prefix``
-    (the rest of the canvas masked); None for a model without a copy head."""
+def weights_on_word(model, prompt: str, schema: dict, prefix: str, word: str,
+                    canvas: int = 24) -> tuple[float, float | None] | None:
+    """The copy head's weight on the prompt tokens of ``word`` at the first position after ``prefix`` (the rest
+    of the canvas masked), and the lookup's (None without one); None for a model without a copy head."""
     import torch
 
     import structgen as sg
@@ -49,10 +51,16 @@ def pointer_on_word(model, prompt: str, schema: dict, prefix: str, word: str, ca
     ids = torch.tensor([prompt_ids + answer + [model.mask_id] * (canvas - len(answer))], device=model.device)
     slot = torch.zeros_like(ids, dtype=torch.bool)
     slot[0, len(prompt_ids) + len(answer)] = True
+    prompt = torch.zeros_like(slot)
+    prompt[0, :len(prompt_ids)] = True
     with torch.no_grad():
-        parts = hf.masked_log_probs(ids, None, slot, pointer=True)
+        parts = hf.masked_log_probs(ids, None, slot, pointer=True, prompt=prompt)
     on_word = text_positions(model.tokenizer, prompt_ids, word)  # every token of the word
-    return float(parts.attn[0, on_word].sum()) if on_word else 0.0
+
+    def on(weights):
+        return float(weights[0, on_word].sum()) if on_word else 0.0
+
+    return on(parts.attn), None if parts.lookup is None else on(parts.lookup)
 
 
 def probes() -> list[tuple[str, str, dict, object]]:
@@ -73,7 +81,7 @@ def main() -> None:
     import structgen as sg
 
     gen = sg.Generator(model)
-    rows, right, seen, pointed = [], {}, {}, {}
+    rows, right, seen, pointed, looked = [], {}, {}, {}, {}
     with C.progress() as bar:
         task = bar.add_task("probes", total=24)
         for kind, prompt, schema, want in probes():
@@ -81,20 +89,25 @@ def main() -> None:
             ok = r.value == want
             right[kind] = right.get(kind, 0) + ok
             seen.setdefault(kind, set()).add(json.dumps(r.value, sort_keys=True))
-            w = pointer_on_word(model, prompt, schema, PREFIX[kind], prompt.split()[1])
+            w = weights_on_word(model, prompt, schema, PREFIX[kind], prompt.split()[1])
             if w is not None:
-                pointed.setdefault(kind, []).append(w)
-            rows.append([kind, prompt, r.text, "yes" if ok else "no", "-" if w is None else f"{w:.2f}"])
+                pointed.setdefault(kind, []).append(w[0])
+                if w[1] is not None:
+                    looked.setdefault(kind, []).append(w[1])
+            rows.append([kind, prompt, r.text, "yes" if ok else "no", "-" if w is None else f"{w[0]:.2f}",
+                         "-" if w is None or w[1] is None else f"{w[1]:.2f}"])
             bar.advance(task)
     title = f"Month probes ({args.model or 'embedded model'})"
     caption = "; ".join(f"{k}: {right[k]}/12 right, {len(seen[k])} distinct answers"
                         + (f", pointer on the month word {sum(pointed[k]) / 12:.2f}" if k in pointed else "")
+                        + (f", lookup {sum(looked[k]) / 12:.2f}" if k in looked else "")
                         for k in right)
-    C.console.print(C.table(title, ["probe", "prompt", "answer", "right", "pointer on the month"], rows,
-                            caption=caption))
+    C.console.print(C.table(title, ["probe", "prompt", "answer", "right", "pointer on the month",
+                                    "lookup on the month"], rows, caption=caption))
     C.write_json(args.json, {"env": C.environment(args), "model": args.model or "default",
                              "right": right, "distinct": {k: len(v) for k, v in seen.items()},
                              "pointer_on_month": {k: sum(v) / len(v) for k, v in pointed.items()},
+                             "lookup_on_month": {k: sum(v) / len(v) for k, v in looked.items()},
                              "answers": [{"prompt": p, "answer": a} for _, p, a, *_ in rows]})
 
 

@@ -43,6 +43,9 @@ def train(
     lookup: Optional[bool] = typer.Option(None, "--lookup/--no-lookup", help="Let the generator read the "
                                           "request's words themselves (July -> 07 without the conversion "
                                           "path; default off; docs/training.md)."),
+    lookup_keys: Optional[str] = typer.Option(None, "--lookup-keys", help="With --lookup: what it reads: visible "
+                                              "(prompt and committed canvas tokens, the default) | prompt "
+                                              "(the request alone)."),
     convert_maps: Optional[int] = typer.Option(None, "--convert-maps", help="With --convert-path: conversion "
                                                "maps per source word that the reading slot chooses among "
                                                "(January -> 01 in a date, 1 as an integer; default 1)."),
@@ -79,6 +82,7 @@ def train(
                                  precision=precision, examples_per_family=examples_per_family,
                                  drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
                                  attention_dropout=attention_dropout, copy_convert=convert_path, lookup=lookup,
+                                 lookup_keys=lookup_keys,
                                  convert_maps=convert_maps, convert_topk=convert_topk, source_loss=source_loss,
                                  pointer_loss_on=pointer_loss_on, source_loss_on=source_loss_on, keep=keep)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "

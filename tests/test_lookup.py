@@ -134,3 +134,61 @@ def test_the_config_and_the_cli_refuse_a_lookup_without_the_copy_head(tmp_path):
     assert TrainConfig.small(lookup=True).lookup
     bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--lookup", "--out", str(tmp_path / "z")])
     assert bad.exit_code != 0 and "copy_head=True" in bad.output and not (tmp_path / "z").exists()
+
+
+def _on_prompt() -> ModernBertWithCopyHead:
+    """The lookup reading the request only (``copy_head_lookup_prompt``, ``--lookup-keys prompt``)."""
+    m = _model()
+    m.config.copy_head_lookup_prompt = True
+    return m
+
+
+def test_a_lookup_on_the_prompt_never_reads_the_canvas():
+    """Run 33's lookup read the canvas digit beside a date's month slot; on the prompt only, it cannot."""
+    m = _on_prompt()
+    ids = torch.tensor([[10, 11, 12, 13, 14, MASK, MASK]])  # a prompt of 4, a committed canvas token at 4
+    masked = ids == MASK
+    prompt = torch.arange(7)[None] < 4
+    on_prompt = m.masked_log_probs(ids, None, masked, pointer=True, prompt=prompt).lookup
+    everywhere = m.masked_log_probs(ids, None, masked, pointer=True).lookup  # no boundary given: as before
+    assert (on_prompt[:, 4:] == 0).all() and (on_prompt[:, :4] > 0).all()
+    assert (everywhere[:, 4] > 0).all()
+    with torch.no_grad():  # inference: the sampler's start is the boundary, and forward takes it too
+        full = m(input_ids=ids, prompt_length=4).logits
+        assert torch.allclose(m.tail_log_probs(ids, None, 4), full[:, 4:], atol=1e-5)
+        assert not torch.allclose(full, m(input_ids=ids).logits, atol=1e-4)
+    plain = _model()  # a lookup over every visible token ignores the boundary
+    with torch.no_grad():
+        assert torch.allclose(plain(input_ids=ids, prompt_length=4).logits, plain(input_ids=ids).logits)
+
+
+def test_training_gives_the_lookup_the_request_before_any_prefix():
+    """``llada_loss`` marks the prompt as the rows' non-canvas positions; a response prefix moved into the
+    prompt (``prefix_share``) stays outside it, as the sampler's start leaves a committed block outside."""
+    m = _on_prompt().train()
+    seen = []
+    inner = m.masked_log_probs
+
+    def spy(*args, prompt=None, **kw):
+        seen.append(prompt)
+        return inner(*args, prompt=prompt, **kw)
+
+    m.masked_log_probs = spy
+    ids, att = torch.tensor([[10, 11, 12, 30, 31, 1, 0]] * 3), torch.tensor([[1] * 6 + [0]] * 3)
+    canvas = torch.zeros_like(ids, dtype=torch.bool)
+    canvas[:, 3:6] = True
+    for prefix, sources in ((0.0, None), (1.0, torch.zeros(3, 7, 7, dtype=torch.bool))):
+        llada_loss(m, ids, att, canvas, MASK, generator=torch.Generator().manual_seed(0), prefix_share=prefix,
+                   eos_id=1, sources=sources, source_loss=0.5 if sources is not None else 0.0)
+        assert torch.equal(seen[-1], (att > 0) & ~canvas)
+
+
+def test_the_config_refuses_prompt_keys_without_the_lookup(tok4k):
+    from structgen.train.config import model_config
+
+    assert model_config(tok4k, TrainConfig.small(lookup=True, lookup_keys="prompt")).copy_head_lookup_prompt is True
+    assert model_config(tok4k, TrainConfig.small(lookup=True)).copy_head_lookup_prompt is False
+    with pytest.raises(ConfigError, match="set lookup=True"):
+        TrainConfig.small(lookup_keys="prompt")
+    with pytest.raises(ConfigError, match="lookup_keys must be"):
+        TrainConfig.small(lookup=True, lookup_keys="canvas")

@@ -81,6 +81,12 @@ a lookup of the word's embedding mapped by ``V`` and the generator's head: one `
 and no extra vocabulary projection, and the pointer stays a pure copier (the conversion path shares the
 pointer between copying and converting, and runs 25-32 lost tool names and clean spans with it).
 
+**The lookup on the request only** (``config.copy_head_lookup_prompt``): over every visible token, run 33's
+lookup read the canvas token beside a date's month slot (the year's last digit), not the month word. With
+this set, its keys are the prompt's tokens alone: the boundary is ``start`` in ``tail_log_probs`` (where the
+sampler's canvas begins), the ``prompt`` mask ``masked_log_probs`` is given in training, and
+``prompt_length`` in ``forward`` (without it, ``forward`` reads every visible token, as before).
+
 The model's ``logits`` are ``log p``: every sampler, constraint and loss that takes logits works unchanged
 (softmax of ``log p`` is ``p``). Saved as a normal Hugging Face directory whose ``config.architectures``
 names this class and whose config holds ``copy_head_mask_id``; ``structgen.models.hf_mlm`` loads it with
@@ -171,6 +177,11 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return k
 
     @property
+    def lookup_on_prompt(self) -> bool:
+        """Whether the lookup reads the prompt's tokens only (module docstring; needs the lookup)."""
+        return bool(getattr(self.config, "copy_head_lookup_prompt", False))
+
+    @property
     def copy_mask_id(self) -> int:
         mask_id = getattr(self.config, "copy_head_mask_id", None)
         if mask_id is None:
@@ -180,11 +191,13 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
 
     def mixed_log_probs(self, hidden: torch.Tensor, ids: torch.Tensor, sources: torch.Tensor,
                         rows: torch.Tensor, cols: torch.Tensor, *, q_start: int = 0,
-                        pointer: bool = False) -> torch.Tensor | PointerParts:
+                        pointer: bool = False, prompt: torch.Tensor | None = None) -> torch.Tensor | PointerParts:
         """``log p`` ``[N, V]`` at positions ``(rows, cols)`` from the last hidden states ``[B, L, d]``;
         ``sources`` ``[B, L]`` marks the tokens a position may copy from. Every ``cols`` is at least
         ``q_start``: the pointer's queries are computed from there on only. With ``pointer``, the
-        :class:`PointerParts` the training losses read (the pointer's own ``log p`` and weights)."""
+        :class:`PointerParts` the training losses read (the pointer's own ``log p`` and weights).
+        ``prompt`` ``[B, L]`` marks the prompt's positions: a lookup on the request only reads those of
+        ``sources`` (module docstring)."""
         q = self.copy_q(hidden[:, q_start:])
         k = self.copy_k(hidden)
         scores = torch.matmul(q, k.transpose(1, 2)).float() / COPY_DIM ** 0.5  # [B, L - q_start, L]
@@ -202,7 +215,8 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         h = hidden[rows, cols]
         gen_in, looked = h, None
         if hasattr(self, "lookup_q"):
-            read, looked = self._looked_up(hidden, ids, sources, rows, cols, q_start)
+            keys = sources & prompt if prompt is not None and self.lookup_on_prompt else sources
+            read, looked = self._looked_up(hidden, ids, keys, rows, cols, q_start)
             gen_in = h + read
         gen_logp = F.log_softmax(self.decoder(self.head(gen_in)).float(), dim=-1)
         gate = self.copy_gate(h).float()
@@ -316,13 +330,14 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return bonus
 
     def masked_log_probs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None,
-                         masked: torch.Tensor, *, pointer: bool = False):
+                         masked: torch.Tensor, *, pointer: bool = False, prompt: torch.Tensor | None = None):
         """``log p`` ``[N, V]`` at the ``masked`` positions only (training: row-major order); with
-        ``pointer``, the :class:`PointerParts` there (``mixed_log_probs``)."""
+        ``pointer``, the :class:`PointerParts` there (``mixed_log_probs``). ``prompt`` ``[B, L]``: the
+        prompt's positions (what a lookup on the request only reads)."""
         hidden = self.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
         rows, cols = torch.nonzero(masked, as_tuple=True)
         return self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask) & ~masked, rows, cols,
-                                    pointer=pointer)
+                                    pointer=pointer, prompt=prompt)
 
     def tail_log_probs(self, ids: torch.Tensor, attention_mask: torch.Tensor | None, start: int) -> torch.Tensor:
         """``log p`` ``[B, L - start, V]`` at positions ``start..`` only (inference: the canvas, not the
@@ -331,7 +346,8 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         B, L = ids.shape
         rows = torch.arange(B, device=ids.device).repeat_interleave(L - start)
         cols = torch.arange(start, L, device=ids.device).repeat(B)
-        logp = self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask), rows, cols, q_start=start)
+        logp = self.mixed_log_probs(hidden, ids, self._sources(ids, attention_mask), rows, cols, q_start=start,
+                                    prompt=_before(start, ids))
         return logp.view(B, L - start, -1)
 
     def _sources(self, ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
@@ -339,17 +355,26 @@ class ModernBertWithCopyHead(ModernBertForMaskedLM):
         return visible if attention_mask is None else visible & (attention_mask > 0)
 
     def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
-                labels: torch.Tensor | None = None, **kwargs) -> MaskedLMOutput:
+                labels: torch.Tensor | None = None, prompt_length: int | None = None, **kwargs) -> MaskedLMOutput:
+        """``log p`` at every position (as ``logits``). ``prompt_length``: where the canvas begins, for a
+        lookup on the request only (module docstring); without it that lookup reads every visible token."""
         hidden = self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         B, L = input_ids.shape
         rows = torch.arange(B, device=input_ids.device).repeat_interleave(L)
         cols = torch.arange(L, device=input_ids.device).repeat(B)
-        logp = self.mixed_log_probs(hidden, input_ids, self._sources(input_ids, attention_mask), rows, cols)
+        prompt = None if prompt_length is None else _before(prompt_length, input_ids)
+        logp = self.mixed_log_probs(hidden, input_ids, self._sources(input_ids, attention_mask), rows, cols,
+                                    prompt=prompt)
         logits = logp.view(B, L, -1)
         loss = None
         if labels is not None:
             loss = F.nll_loss(logits.view(B * L, -1), labels.view(-1), ignore_index=-100)
         return MaskedLMOutput(loss=loss, logits=logits)
+
+
+def _before(start: int, ids: torch.Tensor) -> torch.Tensor:
+    """``[B, L]`` bool: the positions before ``start`` (the prompt, where the sampler's canvas begins there)."""
+    return (torch.arange(ids.shape[1], device=ids.device) < start).expand(ids.shape)
 
 
 def _packed(rows: torch.Tensor, B: int) -> tuple[torch.Tensor, int]:

@@ -59,6 +59,8 @@ class TrainConfig:
     # only those get a vocabulary projection (0 = every source; structgen.models.copy_head, run 25)
     lookup: bool = False  # the generator reads the visible tokens' own embeddings before its projection: a
     # conversion that leaves the pointer a pure copier (structgen.models.copy_head, run 33)
+    lookup_keys: str = "visible"  # with the lookup: what it reads, "visible" (prompt and committed canvas
+    # tokens) | "prompt" (the request alone: run 33's lookup read the canvas neighbour, not the month word)
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
     pointer_loss_on: str = "content"  # where that loss trains: "content" (every non-EOS target) | "sources"
@@ -169,6 +171,11 @@ class TrainConfig:
         if self.lookup and not self.copy_head:
             raise ConfigError("lookup (--lookup) is part of the copy head: set copy_head=True (the small preset "
                               "has it, tiny does not)")
+        if self.lookup_keys not in ("visible", "prompt"):
+            raise ConfigError(f"lookup_keys must be 'visible' or 'prompt', got {self.lookup_keys!r}")
+        if self.lookup_keys != "visible" and not self.lookup:
+            raise ConfigError(f"lookup_keys={self.lookup_keys!r} (--lookup-keys) says what the lookup reads: set "
+                              "lookup=True (--lookup)")
         if self.source_loss_on not in ("both", "pointer", "lookup"):
             raise ConfigError(f"source_loss_on must be 'both', 'pointer' or 'lookup', got {self.source_loss_on!r}")
         if self.source_loss_on != "both" and not (self.lookup and self.source_loss):
@@ -329,6 +336,7 @@ def model_config(tokenizer, cfg: TrainConfig):
         mlp_dropout=cfg.dropout,
         **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours,
             "copy_head_convert": cfg.copy_convert, "copy_head_lookup": cfg.lookup,
+            "copy_head_lookup_prompt": cfg.lookup and cfg.lookup_keys == "prompt",
             "copy_head_convert_maps": cfg.convert_maps if cfg.copy_convert else 1,
             "copy_head_convert_topk": cfg.convert_topk if cfg.copy_convert else 0,
             "copy_head_pointer_loss": cfg.pointer_loss if cfg.copy_convert else 0.0} if cfg.copy_head else {}),

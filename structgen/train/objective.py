@@ -142,15 +142,16 @@ def _decoding_states(input_ids, canvas, masked, p, generator, share: float, bloc
 
 
 def masked_logits(model, ids: torch.Tensor, attention_mask: torch.Tensor | None,
-                  masked: torch.Tensor) -> torch.Tensor:
+                  masked: torch.Tensor, prompt: torch.Tensor | None = None) -> torch.Tensor:
     """Logits ``[N, V]`` at the ``N`` masked positions (row-major order) of a Hugging Face masked LM.
 
     For ModernBERT (and any model with ``model`` / ``head`` / ``decoder`` parts) only the masked positions
     go through the prediction head and the vocabulary projection; the copy-head model returns the log of its
-    mixed distribution there (``masked_log_probs``); other models compute all logits first.
+    mixed distribution there (``masked_log_probs``, given ``prompt``, the request's positions, for a lookup
+    that reads the request only); other models compute all logits first.
     """
     if hasattr(model, "masked_log_probs"):  # the copy-head model: log-probabilities of its mixture
-        return model.masked_log_probs(ids, attention_mask, masked)
+        return model.masked_log_probs(ids, attention_mask, masked, prompt=prompt)
     if all(hasattr(model, a) for a in ("model", "head", "decoder")):
         hidden = model.model(input_ids=ids, attention_mask=attention_mask).last_hidden_state
         return model.decoder(model.head(hidden[masked]))
@@ -222,11 +223,15 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     has_parts = logits_fn is None and model.training and hasattr(model, "masked_log_probs")
     w = getattr(model, "pointer_loss_weight", 0.0) if has_parts else 0.0
     ws = source_loss if has_parts and sources is not None else 0.0
+    prompt = ~canvas if attention_mask is None else (attention_mask > 0) & ~canvas  # the request, before any prefix joins it: a lookup on the
+    # request only reads these, as the sampler's start gives them at inference (copy_head, lookup)
     if w or ws:  # the copy head's pointer trains on its own losses too (copy_head.PointerParts)
-        parts = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True)
+        parts = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True, prompt=prompt)
         logits, pointer, attn = parts.mixed, parts.pointer, parts.attn
+    elif logits_fn is None:
+        logits = masked_logits(model, noised.ids, attention_mask, noised.masked, prompt=prompt)
     else:
-        logits = (logits_fn or masked_logits)(model, noised.ids, attention_mask, noised.masked)
+        logits = logits_fn(model, noised.ids, attention_mask, noised.masked)
     loss = diffusion_loss(logits, targets, noised, canvas_len, per_row=per_row)
     if ws:
         where = sources[noised.masked]
