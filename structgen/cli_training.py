@@ -61,6 +61,8 @@ def train(
                                                   "pointer loss trains: content (every non-EOS token, the "
                                                   "default) | sources (only value tokens read off the "
                                                   "request; needs --source-loss)."),
+    lr: Optional[float] = typer.Option(None, "--lr", help="Peak learning rate after the warm-up (default: the "
+                                       "preset's, 1.5e-3 for small; a cosine decay follows)."),
     keep: Optional[str] = typer.Option(None, "--keep", help="The weights saved: last (the default) | best "
                                        "(those with the lowest held-out loss at an evaluation)."),
     data: Optional[Path] = typer.Option(None, "--data", help="Train on your own examples instead: a .jsonl file, "
@@ -84,7 +86,8 @@ def train(
                                  attention_dropout=attention_dropout, copy_convert=convert_path, lookup=lookup,
                                  lookup_keys=lookup_keys,
                                  convert_maps=convert_maps, convert_topk=convert_topk, source_loss=source_loss,
-                                 pointer_loss_on=pointer_loss_on, source_loss_on=source_loss_on, keep=keep)
+                                 pointer_loss_on=pointer_loss_on, source_loss_on=source_loss_on, keep=keep,
+                                 lr=lr)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")
