@@ -521,7 +521,8 @@ def test_cli_train_tiny(tmp_path):
     out = tmp_path / "model"
     res = CliRunner().invoke(app, ["train", "--preset", "tiny", "--steps", "3", "--out", str(out), "--json",
                                    "--examples-per-family", "6", "--seed", "2", "--precision", "fp32",
-                                   "--pretokenizer", "json-words", "--dropout", "0.1", "--attention-dropout", "0"])
+                                   "--pretokenizer", "json-words", "--dropout", "0.1", "--attention-dropout", "0",
+                                   "--lr", "2e-3"])
     assert res.exit_code == 0, res.output
     assert "step 3 at " in res.stderr  # not a terminal: one plain log line per held-out evaluation
     report = json.loads(res.stdout[res.stdout.index("{"):])
@@ -530,7 +531,7 @@ def test_cli_train_tiny(tmp_path):
     recipe = json.loads((out / "structgen_recipe.json").read_text())
     assert recipe["config"]["seed"] == 2 and recipe["data"]["families"].keys() == {"json", "tool", "sql", "alert"}
     assert (recipe["config"]["pretokenizer"], recipe["config"]["dropout"]) == ("json-words", 0.1)
-    assert recipe["config"]["attention_dropout"] == 0.0
+    assert recipe["config"]["attention_dropout"] == 0.0 and recipe["config"]["lr"] == 2e-3
     assert sg.load_model(out, device="cpu").mask_id == sg.load_model(out, device="cpu").tokenizer.mask_token_id
     bad = CliRunner().invoke(app, ["train", "--preset", "huge", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "unknown preset" in bad.output
@@ -538,6 +539,8 @@ def test_cli_train_tiny(tmp_path):
     assert bad.exit_code == 2 and "dropout must be in [0, 1)" in bad.output and not (tmp_path / "y").exists()
     bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--convert-path", "--out", str(tmp_path / "z")])
     assert bad.exit_code == 2 and "needs the copy head" in bad.output and not (tmp_path / "z").exists()
+    bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--lr", "0", "--out", str(tmp_path / "w")])
+    assert bad.exit_code == 2 and "lr (--lr) must be a number > 0" in bad.output and not (tmp_path / "w").exists()
 
 
 def test_a_diverging_run_stops_and_keeps_finite_weights(tmp_path, monkeypatch):
