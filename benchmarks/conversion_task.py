@@ -90,8 +90,10 @@ VARIANTS = {"no copy head": None,
 
 
 def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: int,
-          maps: int = 1, topk: int = 0, lookup: bool = False) -> ModernBertWithCopyHead:
-    from transformers import ModernBertConfig
+          maps: int = 1, topk: int = 0, lookup: bool = False, copy_head: bool = True):
+    """A ``ModernBertWithCopyHead`` with these settings, or with ``copy_head=False`` a plain
+    ``ModernBertForMaskedLM`` of the same config and seed."""
+    from transformers import ModernBertConfig, ModernBertForMaskedLM
 
     torch.manual_seed(seed)
     cfg = ModernBertConfig(vocab_size=V, hidden_size=hidden, intermediate_size=3 * hidden, num_hidden_layers=layers,
@@ -101,7 +103,7 @@ def build(convert: bool, pointer_loss: float, seed: int, hidden: int, layers: in
                            copy_head_convert=convert, copy_head_pointer_loss=pointer_loss,
                            copy_head_convert_maps=maps, copy_head_convert_topk=topk if convert else 0,
                            copy_head_lookup=lookup)
-    return ModernBertWithCopyHead(cfg)
+    return ModernBertWithCopyHead(cfg) if copy_head else ModernBertForMaskedLM(cfg)
 
 
 def prompt(rng: random.Random, w: int, filler: int, distractors: int = 0,
@@ -188,15 +190,9 @@ def answers(model, rng: random.Random, filler: int, canvas_len: int, per_month: 
 
 
 def run(name: str, seed: int, args) -> tuple[float, int, float]:
-    plain = VARIANTS[name] is None
-    convert, pointer_loss, eos_too, source_loss, maps, on_sources, lookup = VARIANTS["copy head" if plain else name]
-    model = build(convert, pointer_loss, seed, args.hidden, args.layers, maps, args.topk, lookup)
-    if plain:  # the same config and seed, without the copy head's modules
-        from transformers import ModernBertForMaskedLM
-
-        torch.manual_seed(seed)
-        model = ModernBertForMaskedLM(model.config)
-    model.train()
+    copy_head = VARIANTS[name] is not None  # "no copy head" trains as "copy head" does, without its modules
+    convert, pointer_loss, eos_too, source_loss, maps, on_sources, lookup = VARIANTS[name] or VARIANTS["copy head"]
+    model = build(convert, pointer_loss, seed, args.hidden, args.layers, maps, args.topk, lookup, copy_head).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.98), weight_decay=0.01)
     rng, noise = random.Random(seed), torch.Generator().manual_seed(seed)
     t0 = time.time()

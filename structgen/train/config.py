@@ -216,8 +216,8 @@ class TrainConfig:
                               f"({self.canvas_fixed_prob}) must be >= 0 with a sum <= 1")
         if not (isinstance(self.lr, (int, float)) and self.lr > 0):
             raise ConfigError(f"lr (--lr) must be a number > 0, such as 1.5e-3; got {self.lr!r}")
-        if not (self.lr > 0 and 0 <= self.min_lr_ratio <= 1 and self.grad_clip > 0 and 0 < self.eps < 1):
-            raise ConfigError("need lr > 0, 0 <= min_lr_ratio <= 1, grad_clip > 0 and 0 < eps < 1")
+        if not (0 <= self.min_lr_ratio <= 1 and self.grad_clip > 0 and 0 < self.eps < 1):
+            raise ConfigError("need 0 <= min_lr_ratio <= 1, grad_clip > 0 and 0 < eps < 1")
         if not (0.0 <= self.curriculum <= 1.0 and 0.0 < self.curriculum_start <= 1.0):
             raise ConfigError(f"need 0 <= curriculum <= 1 and 0 < curriculum_start <= 1, got {self.curriculum} "
                               f"and {self.curriculum_start}")

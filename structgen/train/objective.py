@@ -223,8 +223,9 @@ def llada_loss(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, can
     has_parts = logits_fn is None and model.training and hasattr(model, "masked_log_probs")
     w = getattr(model, "pointer_loss_weight", 0.0) if has_parts else 0.0
     ws = source_loss if has_parts and sources is not None else 0.0
-    prompt = ~canvas if attention_mask is None else (attention_mask > 0) & ~canvas  # the request, before any prefix joins it: a lookup on the
-    # request only reads these, as the sampler's start gives them at inference (copy_head, lookup)
+    # the request, before any prefix joins it: what a lookup on the request only reads, as the sampler's
+    # start gives it at inference (copy_head's docstring, lookup)
+    prompt = ~canvas if attention_mask is None else (attention_mask > 0) & ~canvas
     if w or ws:  # the copy head's pointer trains on its own losses too (copy_head.PointerParts)
         parts = model.masked_log_probs(noised.ids, attention_mask, noised.masked, pointer=True, prompt=prompt)
         logits, pointer, attn = parts.mixed, parts.pointer, parts.attn
