@@ -61,6 +61,10 @@ def train(
                                                   "pointer loss trains: content (every non-EOS token, the "
                                                   "default) | sources (only value tokens read off the "
                                                   "request; needs --source-loss)."),
+    request_notes: Optional[bool] = typer.Option(None, "--request-notes/--no-request-notes", help="Write the ISO "
+                                                 "form of each date, time and UTC offset beside it in every "
+                                                 "prompt, in training and at inference (default off; "
+                                                 "docs/training.md)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Peak learning rate after the warm-up (default: the "
                                        "preset's, 1.5e-3 for small; a cosine decay follows)."),
     keep: Optional[str] = typer.Option(None, "--keep", help="The weights saved: last (the default) | best "
@@ -87,7 +91,7 @@ def train(
                                  lookup_keys=lookup_keys,
                                  convert_maps=convert_maps, convert_topk=convert_topk, source_loss=source_loss,
                                  pointer_loss_on=pointer_loss_on, source_loss_on=source_loss_on, keep=keep,
-                                 lr=lr)
+                                 lr=lr, request_notes=request_notes)
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")

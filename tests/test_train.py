@@ -522,7 +522,7 @@ def test_cli_train_tiny(tmp_path):
     res = CliRunner().invoke(app, ["train", "--preset", "tiny", "--steps", "3", "--out", str(out), "--json",
                                    "--examples-per-family", "6", "--seed", "2", "--precision", "fp32",
                                    "--pretokenizer", "json-words", "--dropout", "0.1", "--attention-dropout", "0",
-                                   "--lr", "2e-3"])
+                                   "--lr", "2e-3", "--request-notes"])
     assert res.exit_code == 0, res.output
     assert "step 3 at " in res.stderr  # not a terminal: one plain log line per held-out evaluation
     report = json.loads(res.stdout[res.stdout.index("{"):])
@@ -532,7 +532,10 @@ def test_cli_train_tiny(tmp_path):
     assert recipe["config"]["seed"] == 2 and recipe["data"]["families"].keys() == {"json", "tool", "sql", "alert"}
     assert (recipe["config"]["pretokenizer"], recipe["config"]["dropout"]) == ("json-words", 0.1)
     assert recipe["config"]["attention_dropout"] == 0.0 and recipe["config"]["lr"] == 2e-3
-    assert sg.load_model(out, device="cpu").mask_id == sg.load_model(out, device="cpu").tokenizer.mask_token_id
+    model = sg.load_model(out, device="cpu")
+    assert model.mask_id == model.tokenizer.mask_token_id
+    assert recipe["config"]["request_notes"] and model.request_notes  # its prompts carry the notes it learnt
+    assert model.encode_prompt("on May 2, 2027") == model.encode_prompt("on May 2, 2027 (2027-05-02)")
     bad = CliRunner().invoke(app, ["train", "--preset", "huge", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "unknown preset" in bad.output
     bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--dropout", "1", "--out", str(tmp_path / "y")])

@@ -39,6 +39,8 @@ class DiffusionModel(abc.ABC):
     Attributes every backend sets: ``tokenizer`` (a Hugging Face fast tokenizer), ``vocab_size`` (the logits
     width, which may exceed ``len(tokenizer)``), ``mask_id`` (the model's own mask token), ``eos_id``,
     ``device`` (a ``torch.device``), ``name`` and ``max_length`` (most positions per sequence, or None).
+    ``request_notes``: the model was trained on prompts with the ISO form of dates, times and UTC offsets
+    written beside them (``structgen.request_notes``); ``encode_prompt`` then writes them too.
     """
 
     tokenizer: Any
@@ -48,6 +50,7 @@ class DiffusionModel(abc.ABC):
     device: torch.device
     name: str
     max_length: int | None = None
+    request_notes: bool = False
 
     # ------------------------------------------------------------------ logits
     @abc.abstractmethod
@@ -91,6 +94,7 @@ class DiffusionModel(abc.ABC):
     # ------------------------------------------------------------------ prompts
     def encode_prompt(self, prompt: Prompt) -> list[int]:
         """Token ids of a prompt: a plain string, or chat messages ``[{"role": ..., "content": ...}]``."""
+        prompt = self.with_notes(prompt)
         if isinstance(prompt, str):
             return self._encode_text(prompt)
         messages = _check_messages(prompt, self.name)
@@ -118,6 +122,17 @@ class DiffusionModel(abc.ABC):
             )
             return self._encode_plain(text, split_special=False)
         return self._encode_text("\n".join(_content_text(m["content"]) for m in messages))
+
+    def with_notes(self, prompt: Prompt) -> Prompt:
+        """``prompt`` with request notes (a string, or the user messages' text) when the model reads them."""
+        if not self.request_notes:
+            return prompt
+        from ..request_notes import annotate
+
+        if isinstance(prompt, str):
+            return annotate(prompt)
+        return [{**m, "content": annotate(_content_text(m["content"]))} if m.get("role") == "user" else m
+                for m in _check_messages(prompt, self.name)]
 
     def _encode_text(self, text: str) -> list[int]:
         return list(self._leading_special_ids()) + self._encode_plain(text, split_special=False)

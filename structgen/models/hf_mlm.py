@@ -135,6 +135,7 @@ class HFMaskedLM(DiffusionModel):
         self.name = name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
         max_pos = getattr(model.config, "max_position_embeddings", None)
         self.max_length = int(max_pos) if max_pos else None
+        self.request_notes = bool(getattr(model.config, "structgen_request_notes", False))
 
     @classmethod
     def from_model(cls, model, tokenizer, *, name: str | None = None) -> "HFMaskedLM":

@@ -42,9 +42,10 @@ from .tokenizer import encode_targets
 class PromptEncoder(DiffusionModel):
     """The prompt logic of a ``DiffusionModel`` over a tokenizer alone (no weights, no logits)."""
 
-    def __init__(self, tokenizer, *, name: str = "prompt-encoder"):
+    def __init__(self, tokenizer, *, name: str = "prompt-encoder", request_notes: bool = False):
         self.tokenizer = tokenizer
         self.name = name
+        self.request_notes = request_notes
 
     def _logits(self, ids, attention_mask):  # pragma: no cover - never called
         raise ConfigError("PromptEncoder only encodes prompts; load a model to compute logits")
@@ -53,6 +54,7 @@ class PromptEncoder(DiffusionModel):
         """``encode_prompt`` of each prompt; the plain-text ones in one call of the tokenizer's batch encoder
         (the same ids: leading special tokens, then the text with special-token spellings kept as such)."""
         out: list[list[int] | None] = [None] * len(prompts)
+        prompts = [self.with_notes(p) for p in prompts]
         texts = [(i, p) for i, p in enumerate(prompts) if isinstance(p, str) and p]
         if texts:
             lead = list(self._leading_special_ids())
@@ -109,7 +111,7 @@ def encode_examples(examples: Sequence, tokenizer, cfg, *, pointers: bool = Fals
     """Rows for ``examples`` and the count of dropped ones by reason (prompt or target too long); with
     ``pointers``, each row's pointer targets from its example's ``sources``. Prompts and targets are
     encoded a chunk at a time by the tokenizer's batch encoder (``train_prep.py`` measures it)."""
-    enc = PromptEncoder(tokenizer)
+    enc = PromptEncoder(tokenizer, request_notes=bool(getattr(cfg, "request_notes", False)))
     rows: list[Row] = []
     dropped: Counter = Counter()
     for lo in range(0, len(examples), ENCODE_CHUNK):

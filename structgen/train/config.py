@@ -61,6 +61,8 @@ class TrainConfig:
     # conversion that leaves the pointer a pure copier (structgen.models.copy_head, run 33)
     lookup_keys: str = "visible"  # with the lookup: what it reads, "visible" (prompt and committed canvas
     # tokens) | "prompt" (the request alone: run 33's lookup read the canvas neighbour, not the month word)
+    request_notes: bool = False  # prompts carry the ISO form of their dates, times and UTC offsets beside them
+    # (structgen.request_notes; recorded in config.json, so the model's prompts at inference carry them too)
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
     pointer_loss_on: str = "content"  # where that loss trains: "content" (every non-EOS target) | "sources"
@@ -335,7 +337,7 @@ def model_config(tokenizer, cfg: TrainConfig):
         eos_token_id=tokenizer.eos_token_id, sep_token_id=tokenizer.eos_token_id, bos_token_id=None,
         cls_token_id=None, attn_implementation="sdpa", embedding_dropout=cfg.dropout,
         attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
-        mlp_dropout=cfg.dropout,
+        mlp_dropout=cfg.dropout, structgen_request_notes=cfg.request_notes,
         **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours,
             "copy_head_convert": cfg.copy_convert, "copy_head_lookup": cfg.lookup,
             "copy_head_lookup_prompt": cfg.lookup and cfg.lookup_keys == "prompt",
