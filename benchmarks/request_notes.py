@@ -95,12 +95,14 @@ def main(argv=None) -> None:
                     c[1] += visible(text, kind, value)
                     c[2] += visible(noted, kind, value)
             for kind, (n, plain, with_notes) in sorted(counts.items()):
-                table.add_row(fam, split, kind, str(n), f"{plain} ({plain / n:.0%})", f"{with_notes} ({with_notes / n:.0%})")
+                table.add_row(fam, split, kind, str(n), f"{plain} ({plain / n:.0%})",
+                              f"{with_notes} ({with_notes / n:.0%})")
     console = Console()
     console.print(table)
     console.print(f"{n_requests} requests: {total_notes} notes written, {spare} of them on a value the answer does "
                   f"not hold; notes {note_s / n_requests * 1e6:.0f} µs a request"
-                  + (f", dateparser.search_dates {parse_s / n_requests * 1e3:.1f} ms a request" if search_dates else ""))
+                  + (f", dateparser.search_dates {parse_s / n_requests * 1e3:.1f} ms a request"
+                     if search_dates else ""))
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ copy head, ``models/copy_head.py``), but never learnt to turn a month's *name* i
 training runs (docs/training-log.md): every held-out call with a date had it wrong. Rule-based entity
 normalisation beside a small learnt model is the classic pipeline of task-oriented assistants (Duckling in
 Rasa); here the notes are part of the model's prompt format. A model trained with them
-(``structgen train --request-notes``) records ``structgen_request_notes`` in its ``config.json``, and
-``DiffusionModel.encode_prompt`` then annotates every prompt it encodes, in training and at inference
-alike; other models never see them.
+(``structgen train --request-notes``) records the notes' version (``VERSION``) as ``structgen_request_notes``
+in its ``config.json``, and ``DiffusionModel.encode_prompt`` then annotates every prompt it encodes with
+that version's rules, in training and at inference alike; other models never see them. A change to what is
+noted must come as a new version, so that a model keeps reading the notes it was trained on.
 
 What is noted (English; a value already in its ISO form is left alone, an impossible date is skipped):
 
@@ -33,7 +34,12 @@ from __future__ import annotations
 import datetime as _dt
 import re
 
-__all__ = ["annotate", "notes"]
+from .errors import ConfigError
+
+__all__ = ["VERSION", "annotate", "notes"]
+
+#: the rules below; a model records the version it was trained with (1: dates, clock times, UTC offsets)
+VERSION = 1
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
@@ -89,8 +95,19 @@ def _offset(m: re.Match) -> str | None:
     return f"{'-' if m['sign'] in '-−' else '+'}{h:02d}:{minute:02d}"
 
 
-def notes(text: str) -> list[tuple[int, int, str]]:
-    """``(start, end, iso)`` for every noted span of ``text``, in order, none overlapping."""
+def check_version(version: int) -> int:
+    """``version`` if this structgen knows it (0 = no notes); ConfigError otherwise."""
+    if isinstance(version, bool) or not isinstance(version, int) or not 0 <= version <= VERSION:
+        raise ConfigError(f"request notes version {version!r} is unknown to this structgen (it knows 0, none, "
+                          f"to {VERSION}); upgrade structgen to use a model trained with them")
+    return version
+
+
+def notes(text: str, version: int = VERSION) -> list[tuple[int, int, str]]:
+    """``(start, end, iso)`` for every span of ``text`` that ``version``'s rules note, in order, none
+    overlapping."""
+    if check_version(version) == 0:
+        return []
     found: list[tuple[int, int, str]] = []
     for pattern, value in ((_OFFSET, _offset), (_DATE, _date), (_CLOCK, _clock)):
         for m in pattern.finditer(text):
@@ -101,11 +118,11 @@ def notes(text: str) -> list[tuple[int, int, str]]:
     return sorted(found)
 
 
-def annotate(text: str) -> str:
+def annotate(text: str, version: int = VERSION) -> str:
     """``text`` with `` (iso)`` after every span :func:`notes` finds (unchanged when there is none; a span
     already followed by its note keeps the one it has, so annotating twice changes nothing)."""
     out, last = [], 0
-    for _, end, iso in notes(text):
+    for _, end, iso in notes(text, version):
         note = f" ({iso})"
         if text.startswith(note, end):
             continue

@@ -38,8 +38,8 @@ def test_notes_written_beside_the_span(text, expected):
 @pytest.mark.parametrize("text", [
     "on 2027-03-13 at 14:00",  # already ISO
     "Feb 30, 2027 or June 31 2026",  # no such day
-    "I may 3 apples by 2027", "for 3 days", "a 20 min call", "13pm", "I am 12", "for 2h", "at 25h", "v1:20", "see ./build/2025-03-03.log",
-    "UTC+99", "UTC+", "",
+    "I may 3 apples by 2027", "for 3 days", "a 20 min call", "13pm", "I am 12", "for 2h", "at 25h", "v1:20",
+    "see ./build/2025-03-03.log", "UTC+99", "UTC+", "",
 ])
 def test_nothing_to_note(text):
     assert notes(text) == [] and annotate(text) == text
@@ -87,19 +87,36 @@ def test_utc_offsets_of_the_training_data():
             assert notes(f"times are {name}.") == [(10, 10 + len(name), value)], name
 
 
+def test_versions():
+    from structgen.errors import ConfigError, ModelLoadError
+    from structgen.models.hf_mlm import notes_version
+    from structgen.request_notes import VERSION
+
+    text = "on May 2, 2027"
+    assert annotate(text, 0) == text and annotate(text, VERSION) == annotate(text) != text
+    for bad in (VERSION + 1, -1, "1", True):
+        with pytest.raises(ConfigError, match="unknown to this structgen"):
+            notes(text, bad)
+    # a config.json says true (the first version), a number, or nothing
+    assert [notes_version(v, "m") for v in (None, False, 0, True, 1)] == [0, 0, 0, 1, 1]
+    with pytest.raises(ModelLoadError, match="m: request notes version 2 is unknown.*upgrade structgen"):
+        notes_version(2, "m")
+
+
 def test_a_model_that_reads_notes_encodes_them_and_the_trainer_agrees(tok4k):
     from structgen.models.random_logits import RandomLogits
     from structgen.train.batches import PromptEncoder
 
     plain = RandomLogits(tok4k)
     noted = RandomLogits(tok4k)
-    noted.request_notes = True
+    noted.request_notes = 1
     prompt = "Remind me on March 3, 2027 at 5 pm UTC+1."
     assert noted.encode_prompt(prompt) == plain.encode_prompt(annotate(prompt))
     assert plain.encode_prompt(prompt) != noted.encode_prompt(prompt)
-    chat = [{"role": "system", "content": "Dates like March 3, 2027 are examples."}, {"role": "user", "content": prompt}]
+    chat = [{"role": "system", "content": "Dates like March 3, 2027 are examples."},
+            {"role": "user", "content": prompt}]
     assert noted.with_notes(chat) == [chat[0], {"role": "user", "content": annotate(prompt)}]
-    enc = PromptEncoder(tok4k, request_notes=True)
+    enc = PromptEncoder(tok4k, request_notes=1)
     assert enc.encode_prompts([prompt, "no dates here"]) == [noted.encode_prompt(prompt),
                                                              noted.encode_prompt("no dates here")]
 

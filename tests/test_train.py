@@ -534,7 +534,8 @@ def test_cli_train_tiny(tmp_path):
     assert recipe["config"]["attention_dropout"] == 0.0 and recipe["config"]["lr"] == 2e-3
     model = sg.load_model(out, device="cpu")
     assert model.mask_id == model.tokenizer.mask_token_id
-    assert recipe["config"]["request_notes"] and model.request_notes  # its prompts carry the notes it learnt
+    assert recipe["config"]["request_notes"] and model.request_notes == 1  # its prompts carry the notes it learnt
+    assert json.loads((out / "config.json").read_text())["structgen_request_notes"] == 1
     assert model.encode_prompt("on May 2, 2027") == model.encode_prompt("on May 2, 2027 (2027-05-02)")
     bad = CliRunner().invoke(app, ["train", "--preset", "huge", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "unknown preset" in bad.output

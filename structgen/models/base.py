@@ -39,8 +39,9 @@ class DiffusionModel(abc.ABC):
     Attributes every backend sets: ``tokenizer`` (a Hugging Face fast tokenizer), ``vocab_size`` (the logits
     width, which may exceed ``len(tokenizer)``), ``mask_id`` (the model's own mask token), ``eos_id``,
     ``device`` (a ``torch.device``), ``name`` and ``max_length`` (most positions per sequence, or None).
-    ``request_notes``: the model was trained on prompts with the ISO form of dates, times and UTC offsets
-    written beside them (``structgen.request_notes``); ``encode_prompt`` then writes them too.
+    ``request_notes``: 0, or the version of ``structgen.request_notes`` the model was trained with (prompts
+    with the ISO form of their dates, times and UTC offsets written beside them); ``encode_prompt`` then
+    writes them too.
     """
 
     tokenizer: Any
@@ -50,7 +51,7 @@ class DiffusionModel(abc.ABC):
     device: torch.device
     name: str
     max_length: int | None = None
-    request_notes: bool = False
+    request_notes: int = 0
 
     # ------------------------------------------------------------------ logits
     @abc.abstractmethod
@@ -130,8 +131,9 @@ class DiffusionModel(abc.ABC):
         from ..request_notes import annotate
 
         if isinstance(prompt, str):
-            return annotate(prompt)
-        return [{**m, "content": annotate(_content_text(m["content"]))} if m.get("role") == "user" else m
+            return annotate(prompt, self.request_notes)
+        return [{**m, "content": annotate(_content_text(m["content"]), self.request_notes)}
+                if m.get("role") == "user" else m
                 for m in _check_messages(prompt, self.name)]
 
     def _encode_text(self, text: str) -> list[int]:

@@ -73,6 +73,18 @@ def _model_class(p: Path, default):
     return ModernBertWithCopyHead if ARCHITECTURE in archs else default
 
 
+def notes_version(value: Any, name: str) -> int:
+    """The request-notes version of a config's ``structgen_request_notes`` (absent, false or 0: none; ``true``
+    from a model of the first version: 1); ModelLoadError for a version this structgen does not know."""
+    from ..errors import StructgenError
+    from ..request_notes import check_version
+
+    try:
+        return check_version(int(value) if isinstance(value, bool) else 0 if value is None else value)
+    except StructgenError as e:
+        raise ModelLoadError(f"{name}: {e}") from None
+
+
 def check_model_dir(path: str | os.PathLike) -> Path:
     """The directory as a Path, after checking it can hold a model; ModelLoadError otherwise."""
     p = Path(path).expanduser()
@@ -135,7 +147,7 @@ class HFMaskedLM(DiffusionModel):
         self.name = name or str(getattr(model.config, "_name_or_path", "") or type(model).__name__)
         max_pos = getattr(model.config, "max_position_embeddings", None)
         self.max_length = int(max_pos) if max_pos else None
-        self.request_notes = bool(getattr(model.config, "structgen_request_notes", False))
+        self.request_notes = notes_version(getattr(model.config, "structgen_request_notes", 0), self.name)
 
     @classmethod
     def from_model(cls, model, tokenizer, *, name: str | None = None) -> "HFMaskedLM":

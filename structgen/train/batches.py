@@ -42,7 +42,7 @@ from .tokenizer import encode_targets
 class PromptEncoder(DiffusionModel):
     """The prompt logic of a ``DiffusionModel`` over a tokenizer alone (no weights, no logits)."""
 
-    def __init__(self, tokenizer, *, name: str = "prompt-encoder", request_notes: bool = False):
+    def __init__(self, tokenizer, *, name: str = "prompt-encoder", request_notes: int = 0):
         self.tokenizer = tokenizer
         self.name = name
         self.request_notes = request_notes
@@ -111,7 +111,7 @@ def encode_examples(examples: Sequence, tokenizer, cfg, *, pointers: bool = Fals
     """Rows for ``examples`` and the count of dropped ones by reason (prompt or target too long); with
     ``pointers``, each row's pointer targets from its example's ``sources``. Prompts and targets are
     encoded a chunk at a time by the tokenizer's batch encoder (``train_prep.py`` measures it)."""
-    enc = PromptEncoder(tokenizer, request_notes=bool(getattr(cfg, "request_notes", False)))
+    enc = PromptEncoder(tokenizer, request_notes=getattr(cfg, "notes_version", 0))
     rows: list[Row] = []
     dropped: Counter = Counter()
     for lo in range(0, len(examples), ENCODE_CHUNK):

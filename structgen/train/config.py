@@ -264,6 +264,13 @@ class TrainConfig:
         return cls(**d).validated()
 
     # ------------------------------------------------------------------------------------------ policies
+    @property
+    def notes_version(self) -> int:
+        """The version of ``structgen.request_notes`` the prompts carry (0: none)."""
+        from ..request_notes import VERSION
+
+        return VERSION if self.request_notes else 0
+
     def canvas_length(self, n_target: int, rng: random.Random, cap: int | None = None,
                       family: str | None = None) -> int | None:
         """The canvas for a target of ``n_target`` tokens of ``family`` (see the module docstring), at most
@@ -337,7 +344,7 @@ def model_config(tokenizer, cfg: TrainConfig):
         eos_token_id=tokenizer.eos_token_id, sep_token_id=tokenizer.eos_token_id, bos_token_id=None,
         cls_token_id=None, attn_implementation="sdpa", embedding_dropout=cfg.dropout,
         attention_dropout=cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout,
-        mlp_dropout=cfg.dropout, structgen_request_notes=cfg.request_notes,
+        mlp_dropout=cfg.dropout, structgen_request_notes=cfg.notes_version,
         **({"copy_head_mask_id": tokenizer.mask_token_id, "copy_head_neighbours": cfg.copy_neighbours,
             "copy_head_convert": cfg.copy_convert, "copy_head_lookup": cfg.lookup,
             "copy_head_lookup_prompt": cfg.lookup and cfg.lookup_keys == "prompt",
