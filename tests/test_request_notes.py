@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 from structgen.request_notes import annotate, notes
 from structgen.train.data import vocab as V
 
-dateparser = pytest.importorskip("dateparser")
-
 DATES = st.dates(min_value=dt.date(1990, 1, 1), max_value=dt.date(2099, 12, 31))
 
 
@@ -58,6 +56,7 @@ def test_every_spelled_date_of_the_training_data_is_noted(d, form):
                                                                         "{h12} {ap}", "{h12}{ap}"]))
 @settings(deadline=None)  # dateparser's first call loads its language data
 def test_clock_times_agree_with_dateparser(h, m, style):
+    dateparser = pytest.importorskip("dateparser")  # a dev dependency: the independent reader
     m = m if "{m" in style else 0
     h12, ap = (h % 12 or 12), ("am" if h < 12 else "pm")
     spoken = style.format(h12=h12, m=m, ap=ap, AP=ap.upper())
@@ -71,6 +70,7 @@ def test_clock_times_agree_with_dateparser(h, m, style):
                                          "{W}, {M} {o}, {y}", "{Mon}. {d}, {y}", "{o} {Mon} {y}"]))
 @settings(max_examples=60, deadline=None)  # dateparser takes ~20 ms a call
 def test_dates_agree_with_dateparser(d, pattern):
+    dateparser = pytest.importorskip("dateparser")
     month = V.MONTHS[d.month - 1]
     o = f"{d.day}{'th' if 11 <= d.day % 100 <= 13 else {1: 'st', 2: 'nd', 3: 'rd'}.get(d.day % 10, 'th')}"
     spoken = pattern.format(M=month, Mon=month[:3], d=d.day, y=d.year, o=o, W=d.strftime("%A"))
