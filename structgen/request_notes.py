@@ -60,7 +60,7 @@ _CLOCK = re.compile(
     r"|(?<![\w:.+\-−])(?P<h1>\d):(?P<m1>[0-5]\d)(?![\w:])"  # 9:05 (a one-digit hour)
     r"|(?<=\bat )(?P<h2>[01]?\d|2[0-3])h(?P<m2>[0-5]\d)?\b",  # at 18h, at 7h30 (not "for 2h", a duration)
     re.IGNORECASE)
-_OFFSET = re.compile(r"\b(?:UTC|GMT)(?:\s?(?P<sign>[+-−])(?P<oh>\d{1,2})(?::?(?P<om>\d{2}))?)?(?![\w+-])")
+_OFFSET = re.compile(r"\b(?:UTC|GMT)(?:\s?(?P<sign>[+\-−])(?P<oh>\d{1,2})(?::?(?P<om>\d{2}))?)?(?![\w+-])")
 
 
 def _date(m: re.Match) -> str | None:

@@ -25,6 +25,8 @@ DATES = st.dates(min_value=dt.date(1990, 1, 1), max_value=dt.date(2099, 12, 31))
     ("on 14 Jan 2027 from 6:15PM for 20 min", "on 14 Jan 2027 (2027-01-14) from 6:15PM (18:15) for 20 min"),
     ("at 9:05 UTC+5:30, 12 am GMT, noon UTC+0", "at 9:05 (09:05) UTC+5:30 (+05:30), 12 am (00:00) GMT (Z), "
      "noon UTC+0 (Z)"),
+    # a sign is + - or −, nothing between them: the number after a bare zone name is not its offset
+    ("GMT 58, UTC=3", "GMT (Z) 58, UTC (Z)=3"),
     ("At 18h UTC-5, or at 7h30 for 2h", "At 18h (18:00) UTC-5 (-05:00), or at 7h30 (07:30) for 2h"),
     ("Sept. 3 2027 and the 1st of may, 2030", "Sept. 3 2027 (2027-09-03) and the 1st of may, 2030 (2030-05-01)"),
 ])
