@@ -54,8 +54,7 @@ class PromptEncoder(DiffusionModel):
         """``encode_prompt`` of each prompt; the plain-text ones in one call of the tokenizer's batch encoder
         (the same ids: leading special tokens, then the text with special-token spellings kept as such)."""
         out: list[list[int] | None] = [None] * len(prompts)
-        prompts = [self.with_notes(p) for p in prompts]
-        texts = [(i, p) for i, p in enumerate(prompts) if isinstance(p, str) and p]
+        texts = [(i, self.with_notes(p)) for i, p in enumerate(prompts) if isinstance(p, str) and p]
         if texts:
             lead = list(self._leading_special_ids())
             enc = self.tokenizer([p for _, p in texts], add_special_tokens=False, return_attention_mask=False,
