@@ -62,9 +62,12 @@ def train(
                                                   "default) | sources (only value tokens read off the "
                                                   "request; needs --source-loss)."),
     request_notes: Optional[bool] = typer.Option(None, "--request-notes/--no-request-notes", help="Write the ISO "
-                                                 "form of each date, time and UTC offset beside it in every "
-                                                 "prompt, in training and at inference (default off; "
+                                                 "form of each date, time, UTC offset and amount beside it in "
+                                                 "every prompt, in training and at inference (default off; "
                                                  "docs/training.md)."),
+    notes_version: Optional[int] = typer.Option(None, "--notes-version", help="With --request-notes: the notes' "
+                                                "version (default: the newest; 1 = dates, times and offsets "
+                                                "only, as run 38 read them)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Peak learning rate after the warm-up (default: the "
                                        "preset's, 1.5e-3 for small; a cosine decay follows)."),
     keep: Optional[str] = typer.Option(None, "--keep", help="The weights saved: last (the default) | best "
@@ -91,7 +94,7 @@ def train(
                                  lookup_keys=lookup_keys,
                                  convert_maps=convert_maps, convert_topk=convert_topk, source_loss=source_loss,
                                  pointer_loss_on=pointer_loss_on, source_loss_on=source_loss_on, keep=keep,
-                                 lr=lr, request_notes=request_notes)
+                                 lr=lr, request_notes=_notes_setting(request_notes, notes_version))
         err.print(f"[dim]training preset {preset}: {cfg.num_layers} layers x {cfg.hidden_size}, "
                   f"{cfg.examples_per_family} examples per family, budget "
                   f"{f'{cfg.minutes:g} min' if cfg.minutes else 'none'} / {cfg.steps} steps, {cfg.device}[/]")
@@ -176,6 +179,17 @@ def eval_(
         raise typer.Exit(2)
     out.print(rich_table(rows, title))
     err.print("written: " + ", ".join(str(p) for p in paths))
+
+
+def _notes_setting(request_notes: bool | None, notes_version: int | None) -> bool | int | None:
+    """``--request-notes`` and ``--notes-version`` as TrainConfig's ``request_notes`` (None: the preset's)."""
+    if notes_version is None:
+        return request_notes
+    if request_notes is False:
+        from .errors import ConfigError
+
+        raise ConfigError("--notes-version chooses the request notes' version: drop --no-request-notes")
+    return notes_version
 
 
 def register(app: typer.Typer) -> None:

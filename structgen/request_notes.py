@@ -14,7 +14,7 @@ in its ``config.json``, and ``DiffusionModel.encode_prompt`` then annotates ever
 that version's rules, in training and at inference alike; other models never see them. A change to what is
 noted must come as a new version, so that a model keeps reading the notes it was trained on.
 
-What is noted (English; a value already in its ISO form is left alone, an impossible date is skipped):
+What version 1 notes (English; a value already in its ISO form is left alone, an impossible date is skipped):
 
 * dates with a month name and a year: ``February 22nd 2027``, ``Sep 3, 2027``, ``14 Jan 2027``,
   ``the 24th of February 2027``, ``Friday, September 18, 2026`` -> ``(2027-02-22)``;
@@ -23,6 +23,18 @@ What is noted (English; a value already in its ISO form is left alone, an imposs
   duration and stays as it is);
 * UTC offsets: ``UTC+9``, ``GMT-8``, ``UTC+05:30``, ``UTC`` -> ``(+09:00)``, ``(-08:00)``, ``(+05:30)``,
   ``(Z)``.
+
+Version 2 adds (version 1's rules are kept as they were, so a model trained with them reads what it learnt):
+
+* amounts with a currency symbol, name or code: ``$7,441``, ``€82.40``, ``1,250 Swedish kronor``,
+  ``82.40 EUR`` -> ``(7441 USD)``, ``(82.4 EUR)``, ``(1250 SEK)``, ``(82.4 EUR)`` (an amount already written
+  as its note is left alone); a currency's name on its own: ``into Swedish kronor`` -> ``(SEK)``;
+* one date, one clock time and one UTC offset in a request: the offset's note is the whole ISO date-time,
+  ``1:30PM (13:30) UTC+9 (2027-02-24T13:30:00+09:00)``, a value no part of which passes for another (a
+  version-1 model copied the offset's ``09:00`` as the time in 4 of 6 wrong reminders); a date or time
+  already in ISO form (``2027-02-24``, ``08:20``) is one of the parts;
+* ``noon`` and ``midnight`` -> ``(12:00)``, ``(00:00)``;
+* nothing inside double quotes (an e-mail subject or an event title is copied as it stands).
 
 Plain regular expressions: ``dateparser`` reads the same spans (``tests/test_request_notes.py`` holds the
 notes to it) but takes about 4 ms a request (``benchmarks/request_notes.py``), over ten minutes for a
@@ -38,8 +50,9 @@ from .errors import ConfigError
 
 __all__ = ["VERSION", "annotate", "check_version", "notes"]
 
-#: the rules below; a model records the version it was trained with (1: dates, clock times, UTC offsets)
-VERSION = 1
+#: the rules below; a model records the version it was trained with (1: dates, clock times, UTC offsets;
+#: 2: and amounts, currencies, whole date-times, nothing in quotes)
+VERSION = 2
 
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")
@@ -63,11 +76,63 @@ _CLOCK = re.compile(
 _OFFSET = re.compile(r"\b(?:UTC|GMT)(?:\s?(?P<sign>[+\-−])(?P<oh>\d{1,2})(?::?(?P<om>\d{2}))?)?(?![\w+-])")
 
 
+#: ISO 4217 code -> names a request may use for it (lower case; "dollars" alone and "pounds" of weight are
+#: left out where they are ambiguous: "$" is read as USD, the usual convention)
+CURRENCY_NAMES: dict[str, tuple[str, ...]] = {
+    "EUR": ("euros", "euro"), "USD": ("us dollars", "u.s. dollars", "american dollars"),
+    "GBP": ("british pounds", "pounds sterling", "pound sterling", "sterling", "pounds"),
+    "JPY": ("japanese yen", "yen"), "CHF": ("swiss francs", "swiss franc"), "SEK": ("swedish kronor", "swedish krona"),
+    "PLN": ("polish złoty", "polish zloty", "złoty", "zloty"), "BRL": ("brazilian reais", "brazilian real"),
+    "INR": ("indian rupees", "indian rupee", "rupees"), "CAD": ("canadian dollars", "canadian dollar"),
+    "NOK": ("norwegian kroner", "norwegian krone"), "MXN": ("mexican pesos", "mexican peso"),
+    "DKK": ("danish kroner", "danish krone"), "AUD": ("australian dollars", "australian dollar"),
+    "CNY": ("chinese yuan", "yuan", "renminbi"), "NZD": ("new zealand dollars",), "ZAR": ("south african rand",),
+}
+_CODE_OF = {name: code for code, names in CURRENCY_NAMES.items() for name in names}
+_SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
+_CODES = "|".join(CURRENCY_NAMES)
+_NAMES = "|".join(re.escape(n) for n in sorted(_CODE_OF, key=len, reverse=True))
+_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_AMOUNT = re.compile(
+    r"(?<![\w.,])(?P<sym>[" + "".join(_SYMBOLS) + r"])\s?(?P<n1>" + _NUMBER + r")(?![\w]|[.,]\d)"  # $7,441 (not £3.5m)
+    r"|(?<![\w.,$€£¥₹])(?P<n2>" + _NUMBER + r")\s?(?:(?P<code>" + _CODES + r")\b|(?P<name>" + _NAMES + r")(?!\w))",
+    re.IGNORECASE)
+_CURRENCY = re.compile(r"(?<!\w)(?:" + _NAMES + r")(?!\w)", re.IGNORECASE)
+_NOON = re.compile(r"(?<![\w-])(?:noon|midnight)(?![\w-])", re.IGNORECASE)
+#: a date or time already in ISO form (not one in parentheses: that is a note, or reads like one)
+_ISO_DATE = re.compile(r"(?<![\w(-])\d{4}-\d{2}-\d{2}(?![\w)-])")
+_ISO_CLOCK = re.compile(r"(?<![\w(:.+\-−])(?:[01]\d|2[0-3]):[0-5]\d(?![\w):])")
+_QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”')
+
+
+def _number(text: str) -> str:
+    """``"1,250.00"`` -> ``"1250"``, ``"82.40"`` -> ``"82.4"``: the amount as JSON writes it."""
+    n = text.replace(",", "")
+    return n.rstrip("0").rstrip(".") if "." in n else n
+
+
+def _amount(m: re.Match) -> str | None:
+    if m["sym"]:
+        return f"{_number(m['n1'])} {_SYMBOLS[m['sym']]}"
+    if m["code"] and m["code"] != m["code"].upper():
+        return None  # "100 eur" is too loose to read as a code; "100 euros" is a name
+    code = m["code"] or _CODE_OF[m["name"].lower()]
+    note = f"{_number(m['n2'])} {code}"
+    return None if note == m.group() else note
+
+
 def _date(m: re.Match) -> str | None:
     g = m.groupdict()
     month, day, year = (g["m1"], g["d1"], g["y1"]) if g["m1"] else (g["m2"], g["d2"], g["y2"])
     try:
         return _dt.date(int(year), MONTH_NUMBERS[month.lower()], int(day)).isoformat()
+    except ValueError:
+        return None
+
+
+def _iso_date(m: re.Match) -> str | None:
+    try:
+        return _dt.date.fromisoformat(m.group()).isoformat()
     except ValueError:
         return None
 
@@ -108,14 +173,34 @@ def notes(text: str, version: int = VERSION) -> list[tuple[int, int, str]]:
     overlapping."""
     if check_version(version) == 0:
         return []
-    found: list[tuple[int, int, str]] = []
-    for pattern, value in ((_OFFSET, _offset), (_DATE, _date), (_CLOCK, _clock)):
+    rules = [(_OFFSET, _offset, "offset"), (_DATE, _date, "date"), (_CLOCK, _clock, "clock")]
+    taken: list[tuple[int, int]] = []
+    if version >= 2:
+        rules += [(_NOON, lambda m: "12:00" if m.group().lower() == "noon" else "00:00", "clock"),
+                  (_ISO_DATE, _iso_date, "date="), (_ISO_CLOCK, lambda m: m.group(), "clock="),  # parts, no notes
+                  (_AMOUNT, _amount, "amount"), (_CURRENCY, lambda m: _CODE_OF[m.group().lower()], "currency")]
+        taken = [m.span() for m in _QUOTED.finditer(text)]  # quoted text is copied as it stands: no notes there
+    found: list[tuple[int, int, str, str]] = []
+    for pattern, value, kind in rules:
         for m in pattern.finditer(text):
             iso = value(m)
-            if iso is None or any(m.start() < e and s < m.end() for s, e, _ in found):
+            if iso is None or any(m.start() < e and s < m.end() for s, e in taken):
                 continue
-            found.append((m.start(), m.end(), iso))
-    return sorted(found)
+            found.append((m.start(), m.end(), iso, kind))
+            taken.append(m.span())
+    if version >= 2:
+        found = _whole_date_time(found)
+    return sorted((s, e, iso) for s, e, iso, kind in found if not kind.endswith("="))
+
+
+def _whole_date_time(found: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str, str]]:
+    """With exactly one date, one clock time and one offset, the offset's note becomes the whole date-time."""
+    kinds = [kind.rstrip("=") for *_, kind in found]  # a value already in ISO form is a part as well
+    if not all(kinds.count(k) == 1 for k in ("date", "clock", "offset")):
+        return found
+    value = {kind.rstrip("="): iso for _, _, iso, kind in found}
+    whole = f"{value['date']}T{value['clock']}:00{value['offset']}"
+    return [(s, e, whole if kind == "offset" else iso, kind) for s, e, iso, kind in found]
 
 
 def annotate(text: str, version: int = VERSION) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -30,9 +31,86 @@ DATES = st.dates(min_value=dt.date(1990, 1, 1), max_value=dt.date(2099, 12, 31))
     ("At 18h UTC-5, or at 7h30 for 2h", "At 18h (18:00) UTC-5 (-05:00), or at 7h30 (07:30) for 2h"),
     ("Sept. 3 2027 and the 1st of may, 2030", "Sept. 3 2027 (2027-09-03) and the 1st of may, 2030 (2030-05-01)"),
 ])
-def test_notes_written_beside_the_span(text, expected):
-    assert annotate(text) == expected
-    assert annotate(expected) == expected  # annotating twice changes nothing
+def test_version_1_notes_written_beside_the_span(text, expected):
+    assert annotate(text, 1) == expected
+    assert annotate(expected, 1) == expected  # annotating twice changes nothing
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Convert $7,441 into Swedish kronor", "Convert $7,441 (7441 USD) into Swedish kronor (SEK)"),
+    ("how many yen is €82.40?", "how many yen (JPY) is €82.40 (82.4 EUR)?"),
+    ("1,250.00 Norwegian kroner -> CAD, 82.40 EUR, 12 USD", "1,250.00 Norwegian kroner (1250 NOK) -> CAD, 82.40 EUR "
+     "(82.4 EUR), 12 USD"),
+    # one date, one time and one offset: the offset's note is the whole date-time
+    ("Nudge me at 1:45 pm on the 24th of February 2027? Times are GMT-8.",
+     "Nudge me at 1:45 pm (13:45) on the 24th of February 2027 (2027-02-24)? Times are GMT-8 "
+     "(2027-02-24T13:45:00-08:00)."),
+    ("at noon UTC on Mar 3, 2027", "at noon (12:00) UTC (2027-03-03T12:00:00Z) on Mar 3, 2027 (2027-03-03)"),
+    # two times: no date-time is put together
+    ("at 9:05 UTC+5:30, 12 am GMT, noon UTC+0", "at 9:05 (09:05) UTC+5:30 (+05:30), 12 am (00:00) GMT (Z), "
+     "noon (12:00) UTC+0 (Z)"),
+    # quoted text is left as it stands
+    ('Email a@b.org, subject "Lunch at 3 pm, $20 each": see you at 3 pm',
+     'Email a@b.org, subject "Lunch at 3 pm, $20 each": see you at 3 pm (15:00)'),
+])
+def test_version_2_notes(text, expected):
+    assert annotate(text, 2) == expected
+    assert annotate(expected, 2) == expected
+
+
+@pytest.mark.parametrize("text", ["£3.5m", "100 eur", "12 USD", "USD 500", "v$1", "a midnight-blue coat",
+                                  "Lunch at noonday"])
+def test_version_2_leaves_alone(text):
+    assert annotate(text, 2) == text
+
+
+def test_version_1_is_kept_as_it_was():
+    """A model keeps the notes it learnt: version 2's rules do not reach a version-1 model's prompts."""
+    text = 'Convert $7,441 to yen at noon "on May 3, 2027" at 1 pm UTC+1 on Jun 1, 2027'
+    assert annotate(text, 1) == ('Convert $7,441 to yen at noon "on May 3, 2027 (2027-05-03)" at 1 pm (13:00) '
+                                 'UTC+1 (+01:00) on Jun 1, 2027 (2027-06-01)')
+
+
+@given(amount=st.one_of(st.integers(1, 10**6), st.decimals(min_value="0.01", max_value="999999.99", places=2)),
+       currency=st.sampled_from(V.CURRENCIES), seed=st.integers(0, 10**6))
+def test_every_amount_the_training_data_writes_is_noted(amount, currency, seed):
+    amount = float(amount) if not isinstance(amount, int) else amount
+    text = V.money_text(random.Random(seed), amount, currency[0])
+    found = notes(f"convert {text} please")
+    if text == f"{amount:g} {currency[0]}" or not found:  # already its own note ("12 USD")
+        assert annotate(text) == text and text.endswith(currency[0])
+        return
+    (_, _, note), = found
+    number, code = note.split(" ")
+    assert code == currency[0] and float(number) == amount
+
+
+def test_every_currency_name_of_the_training_data_is_noted():
+    for code, names, _ in V.CURRENCIES:
+        for name in names:
+            expected = [] if name == code else [(5, 5 + len(name), code)]
+            assert notes(f"into {name}.") == expected, name
+
+
+def test_the_notes_hold_the_gold_values_of_reminders_and_conversions():
+    """Over the generated tool calls, version 2's notes carry each reminder's whole ``at`` and each
+    conversion's amount and currencies, so the model can copy them."""
+    from structgen.train.data import examples as family_examples
+
+    seen = {"set_reminder": 0, "convert_currency": 0}
+    for split in ("train", "heldout"):
+        for ex in family_examples("tool", split, 300, seed=7):
+            if ex.gold["name"] not in seen:
+                continue
+            seen[ex.gold["name"]] += 1
+            text, args = annotate(ex.prompt if isinstance(ex.prompt, str) else ex.prompt[-1]["content"]), ex.gold["arguments"]
+            if ex.gold["name"] == "set_reminder":
+                assert f"({args['at']})" in text, text
+            else:
+                amounts = re.findall(r"(?<![\d.,])(\d+(?:\.\d+)?) ([A-Z]{3})\b", text)  # as notes write them
+                assert (args["amount"], args["from_currency"]) in [(float(n), c) for n, c in amounts], text
+                assert re.search(rf"\b{args['to_currency']}\b", text), text
+    assert min(seen.values()) > 10
 
 
 @pytest.mark.parametrize("text", [
@@ -101,8 +179,9 @@ def test_versions():
             notes(text, bad)
     # a config.json says true (the first version), a number, or nothing
     assert [notes_version(v, "m") for v in (None, False, 0, True, 1)] == [0, 0, 0, 1, 1]
-    with pytest.raises(ModelLoadError, match="m: request notes version 2 is unknown.*upgrade structgen"):
-        notes_version(2, "m")
+    assert notes_version(2, "m") == 2
+    with pytest.raises(ModelLoadError, match="m: request notes version 3 is unknown.*upgrade structgen"):
+        notes_version(3, "m")
 
 
 def test_a_model_that_reads_notes_encodes_them_and_the_trainer_agrees(tok4k):
@@ -113,11 +192,12 @@ def test_a_model_that_reads_notes_encodes_them_and_the_trainer_agrees(tok4k):
     noted = RandomLogits(tok4k)
     noted.request_notes = 1
     prompt = "Remind me on March 3, 2027 at 5 pm UTC+1."
-    assert noted.encode_prompt(prompt) == plain.encode_prompt(annotate(prompt))
+    assert noted.encode_prompt(prompt) == plain.encode_prompt(annotate(prompt, 1)) != plain.encode_prompt(
+        annotate(prompt, 2))
     assert plain.encode_prompt(prompt) != noted.encode_prompt(prompt)
     chat = [{"role": "system", "content": "Dates like March 3, 2027 are examples."},
             {"role": "user", "content": prompt}]
-    assert noted.with_notes(chat) == [chat[0], {"role": "user", "content": annotate(prompt)}]
+    assert noted.with_notes(chat) == [chat[0], {"role": "user", "content": annotate(prompt, 1)}]
     enc = PromptEncoder(tok4k, request_notes=1)
     assert enc.encode_prompts([prompt, "no dates here"]) == [noted.encode_prompt(prompt),
                                                              noted.encode_prompt("no dates here")]

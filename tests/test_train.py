@@ -493,6 +493,16 @@ def test_config_checks_and_presets():
     with pytest.raises(ConfigError, match="unknown preset"):
         TrainConfig.preset("huge")
     assert TrainConfig.from_dict(small.to_dict()) == small
+    from structgen.request_notes import VERSION
+
+    # request notes: true is the newest version, kept as its number; a recipe's true is version 1, the only one
+    # there was when recipes stored a flag
+    assert [TrainConfig.small(request_notes=v).request_notes for v in (False, True, 0, 1, VERSION)] == [
+        0, VERSION, 0, 1, VERSION]
+    assert TrainConfig.from_dict({**small.to_dict(), "request_notes": True}).notes_version == 1
+    for bad in (VERSION + 1, -1, "1"):
+        with pytest.raises(ConfigError, match="request_notes must be a version"):
+            TrainConfig.small(request_notes=bad)
     w = small.warmup_steps
     lrs = [small.lr_at(s, s / 1000, w / 1000) for s in range(1001)]
     assert lrs[0] < lrs[w // 2] < lrs[w] == pytest.approx(small.lr)
@@ -534,9 +544,18 @@ def test_cli_train_tiny(tmp_path):
     assert recipe["config"]["attention_dropout"] == 0.0 and recipe["config"]["lr"] == 2e-3
     model = sg.load_model(out, device="cpu")
     assert model.mask_id == model.tokenizer.mask_token_id
-    assert recipe["config"]["request_notes"] and model.request_notes == 1  # its prompts carry the notes it learnt
-    assert json.loads((out / "config.json").read_text())["structgen_request_notes"] == 1
+    from structgen.request_notes import VERSION
+
+    # the newest version, stored as its number (the recipe retrains with the same notes); the prompts carry them
+    assert recipe["config"]["request_notes"] == VERSION == model.request_notes
+    assert json.loads((out / "config.json").read_text())["structgen_request_notes"] == VERSION
     assert model.encode_prompt("on May 2, 2027") == model.encode_prompt("on May 2, 2027 (2027-05-02)")
+    bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--notes-version", str(VERSION + 1),
+                                   "--out", str(tmp_path / "v")])
+    assert bad.exit_code == 2 and "request_notes must be a version" in bad.output and not (tmp_path / "v").exists()
+    bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--notes-version", "1", "--no-request-notes",
+                                   "--out", str(tmp_path / "v")])
+    assert bad.exit_code == 2 and "drop --no-request-notes" in bad.output
     bad = CliRunner().invoke(app, ["train", "--preset", "huge", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "unknown preset" in bad.output
     bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--dropout", "1", "--out", str(tmp_path / "y")])

@@ -61,8 +61,9 @@ class TrainConfig:
     # conversion that leaves the pointer a pure copier (structgen.models.copy_head, run 33)
     lookup_keys: str = "visible"  # with the lookup: what it reads, "visible" (prompt and committed canvas
     # tokens) | "prompt" (the request alone: run 33's lookup read the canvas neighbour, not the month word)
-    request_notes: bool = False  # prompts carry the ISO form of their dates, times and UTC offsets beside them
-    # (structgen.request_notes; recorded in config.json, so the model's prompts at inference carry them too)
+    request_notes: int = 0  # prompts carry the ISO form of their dates, times, offsets and amounts beside them:
+    # structgen.request_notes's version (0 none; True is this structgen's newest, stored as its number, so the
+    # recipe retrains with the same notes; recorded in config.json, so prompts at inference carry them too)
     pointer_loss: float = 0.3  # with copy_convert: the weight of the pointer's own loss (without it the path
     # collapses to the generator's constant; benchmarks/conversion_task.py)
     pointer_loss_on: str = "content"  # where that loss trains: "content" (every non-EOS target) | "sources"
@@ -247,10 +248,24 @@ class TrainConfig:
             raise ConfigError(f"threads must be >= 1, got {self.threads}")
         if not self.device.startswith(("cpu", "cuda", "mps")):
             raise ConfigError(f"device must be cpu, cuda (or cuda:N) or mps, got {self.device!r}")
+        self.request_notes = self._notes_version_checked()
         self.canvas_sizes = tuple(sorted(int(s) for s in self.canvas_sizes))
         self.betas = tuple(self.betas)
         self.family_canvas = {str(k): int(v) for k, v in dict(self.family_canvas).items()}
         return self
+
+    def _notes_version_checked(self) -> int:
+        from ..request_notes import VERSION
+
+        v = self.request_notes
+        if v is True:
+            return VERSION
+        if v is False or v is None:
+            return 0
+        if not isinstance(v, int) or not 0 <= v <= VERSION:
+            raise ConfigError(f"request_notes must be a version from 0 (none) to {VERSION} or true (the newest, "
+                              f"{VERSION}), got {v!r}")
+        return v
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -261,15 +276,15 @@ class TrainConfig:
         unknown = set(d) - names
         if unknown:
             raise ConfigError(f"unknown training setting(s) {sorted(unknown)}; known: {sorted(names)}")
+        if d.get("request_notes") is True:  # a recipe written while version 1 was the only one (run 38)
+            d = {**d, "request_notes": 1}
         return cls(**d).validated()
 
     # ------------------------------------------------------------------------------------------ policies
     @property
     def notes_version(self) -> int:
         """The version of ``structgen.request_notes`` the prompts carry (0: none)."""
-        from ..request_notes import VERSION
-
-        return VERSION if self.request_notes else 0
+        return self._notes_version_checked()
 
     def canvas_length(self, n_target: int, rng: random.Random, cap: int | None = None,
                       family: str | None = None) -> int | None:
