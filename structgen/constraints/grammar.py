@@ -230,8 +230,24 @@ class GrammarConstraint(Constraint):
 
     @cached_property
     def _shortest_known(self) -> int | None:
-        path = GrammarSession(self, 1 << 20, "cpu")._finish_path(1 << 20, [4096])
+        path = self.shortest_output()
         return None if path is None else len(path)
+
+    def shortest_output(self) -> tuple[int, ...] | None:
+        """The tokens of that output (the last resort of a salvaged spec: ``repair.finish_prefix``)."""
+        return self._shortest_output
+
+    #: the canvases ``shortest_output`` searches, least first (a tight one finds what a wide one misses, and
+    #: the depth-first search's recursion stays bounded)
+    _SHORTEST_ROOMS = (8, 16, 32, 64, 128)
+
+    @cached_property
+    def _shortest_output(self) -> tuple[int, ...] | None:
+        for room in self._SHORTEST_ROOMS:
+            path = GrammarSession(self, room, "cpu")._finish_path(room, [4096])
+            if path is not None:
+                return tuple(path)
+        return None
 
     # -- sessions ------------------------------------------------------------------------------------
 
