@@ -1,6 +1,8 @@
 """SQL validity through ``sg.Sql(shop)``: how many answers the repair rounds mend, how many only the strict
-fallback does, and how many only the salvage does: the cut (the longest complete prefix that validates) or
-the finisher (the longest prefix the grammar can finish in the canvas, finished).
+fallback does, and how many only the salvage does: the cut (the longest complete prefix that validates),
+the finisher (the longest prefix the grammar can finish in the canvas, finished) or, when no prefix can be
+finished, the replacement (a short output of the grammar: the widest room's completion from nothing, or
+the grammar's shortest output).
 
 Two writers: ``RandomLogits`` over the 4k test tokenizer (whatever the grammar lets through, so it measures
 what the default grammar leaves to the validators), seeds spread over block lengths 8/16/32 and two commit
@@ -8,9 +10,9 @@ policies; and the embedded model (or ``--model DIR``) on questions of the held-o
 eval``'s examples).
 Each run has a 64-token canvas (128 for the embedded model, as ``structgen eval``) and 3 repair rounds.
 Printed per writer: valid in the first stage (with its repair rounds), valid through the strict fallback,
-valid through the cut, valid through the finisher, still invalid, stuck (``CanvasTooSmallError``), the
+valid through the cut, the finisher or the replacement, still invalid, stuck (``CanvasTooSmallError``), the
 model calls per answer in each case, and the most common error that sent answers to the fallback.
-``--json`` also keeps every salvaged answer (its question, cut or finished, and its text).
+``--json`` also keeps every salvaged answer (its question, cut, finished or replaced, and its text).
 
     python benchmarks/sql_validity.py
     python benchmarks/sql_validity.py --seeds 100 --questions 64 --json sql_validity.json
@@ -28,8 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 BLOCKS = (8, 16, 32)
-STAGES = ("first stage", "fallback", "cut", "finished")  # where a valid answer came from
-SALVAGE = {"cut to its longest complete prefix": "cut", "finished: ": "finished"}  # event note -> stage
+STAGES = ("first stage", "fallback", "cut", "finished", "replaced")  # where a valid answer came from
+SALVAGE = {"cut to its longest complete prefix": "cut", "finished: ": "finished",  # event note -> stage
+           "replaced by a short output": "replaced"}
 POLICIES = ({"threshold": 0.9, "tokens_per_step": None}, {"threshold": None, "tokens_per_step": 2})
 
 
@@ -97,7 +100,7 @@ def main() -> None:
             payload["writers"][name] = {**t, "nfe_mean": mean, "fallback_causes": dict(out["causes"]),
                                         "salvaged": out["salvaged"]}
     C.console.print(C.table("SQL answers through sg.Sql(shop): first stage (3 repair rounds), strict fallback, "
-                            "salvage (cut or finished)",
+                            "salvage (cut, finished or replaced)",
                             ["writer", "n", *(f"valid, {k}" for k in STAGES), "invalid", "stuck", "valid share",
                              *(f"nfe ({k})" for k in STAGES), "most common cause of a fallback"],
                             rows))

@@ -76,8 +76,8 @@ _CLOCK = re.compile(
 _OFFSET = re.compile(r"\b(?:UTC|GMT)(?:\s?(?P<sign>[+\-−])(?P<oh>\d{1,2})(?::?(?P<om>\d{2}))?)?(?![\w+-])")
 
 
-#: ISO 4217 code -> names a request may use for it (lower case; "dollars" alone and "pounds" of weight are
-#: left out where they are ambiguous: "$" is read as USD, the usual convention)
+#: ISO 4217 code -> names a request may use for it (lower case; "dollars" alone is left out, as no one
+#: dollar is meant, but "$" is read as USD, the usual convention; "pounds" is read as money, weight aside)
 CURRENCY_NAMES: dict[str, tuple[str, ...]] = {
     "EUR": ("euros", "euro"), "USD": ("us dollars", "u.s. dollars", "american dollars"),
     "GBP": ("british pounds", "pounds sterling", "pound sterling", "sterling", "pounds"),

@@ -235,11 +235,11 @@ def test_finish_prefix_closes_a_runaway_select_list(strict, strict_c, tok4k, sho
     con.execute(text).fetchall()
     # validators decide: one that refuses every finished query leaves nothing, after one try per room, per
     # shorter prefix and the grammar's shortest output
-    from structgen.sampler.repair import BACK_OFF, FINISH_ROOM
+    from structgen.sampler.repair import FINISH_ROOM
 
     seen.clear()
     assert finish_prefix(strict_c.session(len(ids)), ids, len(ids), lambda t: passes(t) and False) is None
-    assert 2 <= len(seen) <= len(FINISH_ROOM) + len(BACK_OFF) + 1
+    assert 2 <= len(seen) <= len(FINISH_ROOM) + 1
     assert seen[-1] == tok4k.decode(list(strict_c.shortest_output()))
     # nothing after a MASK or an EOS is kept
     k0 = 6
@@ -251,33 +251,33 @@ def test_finish_prefix_closes_a_runaway_select_list(strict, strict_c, tok4k, sho
 
 
 #: a runaway whose aliases no short completion defines (run 38 of the training log wrote two of these)
-ALIASED = "SELECT SUM(oi.quantity * c.country" + " * c.country" * 12
+ALIASED = "SELECT SUM(oi.quantity * c.country" + " * c.country" * 30  # longer than the widest room
 
 
 def test_finish_prefix_ends_valid_when_no_completion_of_the_runaway_is_found(strict, strict_c, tok4k, shop_db):
     """Closing ``SUM(oi.quantity * c.country * ...`` takes a FROM with two joins, longer than the search
-    finds: the finisher backs off to a shorter prefix, and at the last to the grammar's shortest output,
-    so a salvaged spec always ends with a query that runs."""
-    from structgen.sampler.repair import finish_prefix
+    finds in any of its rooms: the finisher's answer is then the grammar's shortest output, a query that
+    runs, so a salvaged spec always ends valid."""
+    from structgen.sampler.repair import FINISH_ROOM, finish_prefix
     from structgen.validators import run_validators
 
     ids = tok4k.encode(ALIASED, add_special_tokens=False)
+    assert len(ids) > 2 * max(FINISH_ROOM)  # every room keeps some of the runaway
     checks = validators_for(strict)
     length = len(ids) + 1  # one position left after the runaway, as in run 38's answers
 
     def passes(tokens):
         return not run_validators(checks, tok4k.decode(tokens))
 
+    shortest = strict_c.shortest_output()
+    assert shortest is not None and strict_c.accepts(list(shortest)) and len(shortest) <= 8
+    assert len(shortest) == strict_c.shortest_known() >= strict_c.min_tokens()
     k, tail = finish_prefix(strict_c.session(length), ids, len(ids), passes)
-    text = tok4k.decode(ids[:k] + tail)
-    assert k < len(ids) // 2 and k + len(tail) <= length and strict_c.accepts(ids[:k] + tail), text
-    assert text.startswith(tok4k.decode(ids[:k]))
-    sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True).execute(text).fetchall()
-    # nothing of the output can be kept: the grammar's shortest output, which runs too
-    k, tail = finish_prefix(strict_c.session(length), ids, len(ids),
-                            lambda t: "SUM(" not in tok4k.decode(t) and passes(t))
-    assert k == 0 and tuple(tail) == strict_c.shortest_output()
+    assert (k, tuple(tail)) == (0, shortest)
     sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True).execute(tok4k.decode(tail)).fetchall()
+    # no room for it, or validators that refuse it: nothing
+    assert finish_prefix(strict_c.session(len(shortest) - 1), ids, len(ids), passes) is None
+    assert finish_prefix(strict_c.session(length), ids, len(ids), lambda t: passes(t) and t != list(shortest)) is None
 
 
 def test_the_generator_finishes_a_runaway_the_endgame_could_not_steer(shop_db, tok4k, monkeypatch):
@@ -296,6 +296,14 @@ def test_the_generator_finishes_a_runaway_the_endgame_could_not_steer(shop_db, t
     assert r.valid and r.fallback and r.text.startswith("SELECT name, price, price") and " FROM " in r.text
     notes = [e.note for e in r.trace if e.kind == "remask"]
     assert notes[-1].startswith("finished: its first ") and any("strict fallback" in n for n in notes)
+    sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True).execute(r.text).fetchall()
+    # a runaway no room closes (run 38's): the answer is the grammar's shortest query
+    r = sg.Generator(ScriptedLogits(tok4k, ALIASED), stutter_gap=0).generate("Sales?", spec, max_tokens=40,
+                                                                            trace=True)
+    strict_c = sg.Generator(ScriptedLogits(tok4k, ALIASED)).compile(spec.fallback, "grammar")
+    assert r.valid and r.fallback and not r.text.startswith("SELECT SUM(oi"), r.text
+    assert strict_c.accepts(r.tokens[:r.n_output_tokens]) and r.n_output_tokens <= 16
+    assert [e.note for e in r.trace if e.kind == "remask"][-1].startswith("replaced by a short output of the")
     sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True).execute(r.text).fetchall()
     # a spec that is not salvaged ends in GenerationError, whatever its grammar
     g = sg.Grammar('start: "SELECT name" (", price")* " FROM products"\n')

@@ -9,8 +9,8 @@ stage: the whole canvas re-masked and denoised under the fallback, with repair r
 (``Result.fallback`` says so). A spec whose every output is a safe answer (``Spec.salvage``: ``Sql``,
 read-only queries) is then salvaged: its last output is cut at the longest complete prefix that passes
 every validator, or when there is none, the longest prefix of it that the grammar engine can finish inside
-the canvas is finished (``repair.finish_prefix``: a shorter prefix when its own end cannot be, the
-grammar's shortest output when no prefix can); the rest is EOS (``Result.fallback`` too; a ``remask``
+the canvas is finished (``repair.finish_prefix``; when no prefix can be, a short output of the grammar
+takes its place); the rest is EOS (``Result.fallback`` too; a ``remask``
 event says which). A model that runs away inside a clause until the canvas is spent still gets the query
 it wrote up to there, closed. Then
 ``GenerationError`` (``generate(..., strict=False)`` returns the invalid result instead). A dead end
@@ -235,7 +235,7 @@ class Generator:
         if not tail:
             note = f"cut to its longest complete prefix ({k} tokens) that passes every validator"
         elif k == 0:
-            note = ("replaced by the grammar's shortest output, which passes every validator: no prefix of it "
+            note = ("replaced by a short output of the grammar that passes every validator: no prefix of it "
                     "could be finished inside the canvas")
         else:
             note = (f"finished: its first {k} tokens kept and {len(tail)} that the grammar allows added, so that "

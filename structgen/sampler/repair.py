@@ -6,7 +6,7 @@ After a dead end (no way to finish inside the canvas) the sampler backs off from
 a quarter of the prefix, then half, then everything. ``complete_prefix`` and ``finish_prefix`` are the last
 resorts of a spec whose every output is a safe answer (``Spec.salvage``: ``Sql``): the longest complete
 prefix that passes every validator, else the longest prefix the grammar engine can finish in the canvas,
-finished, else a shorter one, else the grammar's shortest output.
+finished, else the grammar's shortest output.
 """
 
 from __future__ import annotations
@@ -82,40 +82,24 @@ def complete_prefix(constraint, ids: list[int], end: int, passes, *, max_checks:
 
 #: the most tokens ``finish_prefix`` lets the grammar add, one try each, least first
 FINISH_ROOM = (4, 8, 16, 32, 64)
-#: then the shorter prefixes it tries to finish: a half, a quarter and an eighth of the output's
-BACK_OFF = (2, 4, 8)
 
 
 def finish_prefix(session, ids: list[int], end: int, passes, *,
                   budget: int = 1024) -> tuple[int, list[int]] | None:
     """``(k, tail)``: a prefix ``ids[:k]`` of ``ids[:end]`` (up to the first MASK or EOS) and the tokens
     that finish it inside the canvas of ``session`` (a grammar session, ``completion``) into an output
-    that ``passes`` (the validators found nothing in those tokens). Tries, in order:
-
-    1. as much of the prefix as leaves the grammar ``FINISH_ROOM`` tokens to add, least room first (the
-       model's own tokens before the search's);
-    2. a half, a quarter and an eighth of the prefix (``BACK_OFF``): a runaway that went where no short
-       completion reaches (``SUM(oi.quantity * c.country * ...`` needs two joins to define its aliases)
-       often started well;
-    3. ``k = 0``: the grammar's shortest known output (``constraint.shortest_output``), so that a grammar
-       whose shortest output passes the validators always ends with a valid answer.
-
-    Each try gets ``budget`` grammar masks; None when none of them found one."""
+    that ``passes`` (the validators found nothing in those tokens). Each try lets the grammar add at most
+    ``FINISH_ROOM`` tokens, least first, and keeps as much of the prefix as leaves that room (the model's
+    own tokens before the search's); the search gets ``budget`` grammar masks per try. When none of them
+    finds one, ``k = 0``: the grammar's shortest known output (``constraint.shortest_output``, searched once
+    per grammar), so that a grammar whose shortest output passes the validators always ends valid (a
+    runaway ``SUM(oi.quantity * c.country * ...`` needs a FROM with two joins to define its aliases, longer
+    than the search finds). None when that does not pass either."""
     eos = session.constraint.vocab.eos_id
     stop = next((i for i, t in enumerate(ids[:end]) if t < 0 or t == eos), end)
-    tried: set[int] = set()
     for room in FINISH_ROOM:
         k = max(0, min(stop, session.length - room))
-        tried.add(k)
         tail = session.completion(ids[:k], budget, room)
-        if tail is not None and passes(ids[:k] + tail):
-            return k, tail
-    for div in BACK_OFF:
-        k = stop // div
-        if k < 1 or k in tried:
-            continue
-        tried.add(k)
-        tail = session.completion(ids[:k], budget, min(FINISH_ROOM[-1], session.length - k))
         if tail is not None and passes(ids[:k] + tail):
             return k, tail
     shortest = getattr(session.constraint, "shortest_output", lambda: None)()
