@@ -2,10 +2,11 @@
 without request notes.
 
 A model of the embedded size copies a value it can see in the request and never learnt to convert one
-(docs/training-log.md, runs 17-37). ``structgen.request_notes`` writes the ISO form of each date, clock time
-and UTC offset beside it; this counts, over the examples ``structgen eval`` decodes (the same split, size
-and seed), the gold values of that kind — a date ``2027-02-24``, a time ``13:45``, a date-time whole and its
-date, time and offset, an amount with its currency ``7441 USD``, a currency code ``SEK`` — and how many of them appear verbatim in the prompt without the notes and with them. It also
+(docs/training-log.md, runs 17-37). ``structgen.request_notes`` writes the ISO form of each date, clock time,
+UTC offset and amount beside it; this counts, over the examples ``structgen eval`` decodes (the same split,
+size and seed), the gold values of that kind — a date ``2027-02-24``, a time ``13:45``, a date-time whole
+and its date, time and offset, an amount with its currency ``7441 USD``, a currency code ``SEK`` — and how
+many of them appear verbatim in the prompt without the notes and with them. It also
 counts the notes written where no gold value needed one, and times both readers: the notes, and
 ``dateparser.search.search_dates`` (if installed) over the same requests. Figures only; nothing is asserted.
 
