@@ -93,8 +93,8 @@ _SYMBOLS = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
 _CODES = "|".join(CURRENCY_NAMES)
 _NAMES = "|".join(re.escape(n) for n in sorted(_CODE_OF, key=len, reverse=True))
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_AMOUNT = re.compile(
-    r"(?<![\w.,])(?P<sym>[" + "".join(_SYMBOLS) + r"])\s?(?P<n1>" + _NUMBER + r")(?![\w]|[.,]\d)"  # $7,441 (not £3.5m)
+_AMOUNT = re.compile(  # $7,441 (not £3.5m) | 1,250 Swedish kronor, 82.40 EUR
+    r"(?<![\w.,])(?P<sym>[" + "".join(_SYMBOLS) + r"])\s?(?P<n1>" + _NUMBER + r")(?![\w]|[.,]\d)"
     r"|(?<![\w.,$€£¥₹])(?P<n2>" + _NUMBER + r")\s?(?:(?P<code>" + _CODES + r")\b|(?P<name>" + _NAMES + r")(?!\w))",
     re.IGNORECASE)
 _CURRENCY = re.compile(r"(?<!\w)(?:" + _NAMES + r")(?!\w)", re.IGNORECASE)

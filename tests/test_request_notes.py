@@ -103,7 +103,8 @@ def test_the_notes_hold_the_gold_values_of_reminders_and_conversions():
             if ex.gold["name"] not in seen:
                 continue
             seen[ex.gold["name"]] += 1
-            text, args = annotate(ex.prompt if isinstance(ex.prompt, str) else ex.prompt[-1]["content"]), ex.gold["arguments"]
+            text = annotate(ex.prompt if isinstance(ex.prompt, str) else ex.prompt[-1]["content"])
+            args = ex.gold["arguments"]
             if ex.gold["name"] == "set_reminder":
                 assert f"({args['at']})" in text, text
             else:
