@@ -255,17 +255,17 @@ class TrainConfig:
         return self
 
     def _notes_version_checked(self) -> int:
-        from ..request_notes import VERSION
+        """``request_notes`` as a version number (true: the newest; false: none), as ``check_version`` knows."""
+        from ..request_notes import VERSION, check_version
 
         v = self.request_notes
-        if v is True:
-            return VERSION
-        if v is False or v is None:
-            return 0
-        if not isinstance(v, int) or not 0 <= v <= VERSION:
+        if isinstance(v, bool) or v is None:
+            return VERSION if v else 0
+        try:
+            return check_version(v)
+        except ConfigError:
             raise ConfigError(f"request_notes must be a version from 0 (none) to {VERSION} or true (the newest, "
-                              f"{VERSION}), got {v!r}")
-        return v
+                              f"{VERSION}), got {v!r}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
