@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.text import Text
 
 from . import cli_training
 from .cli_shared import (AS_JSON_OPT, BLOCK_OPT, DEVICE_OPT, MODEL_OPT, SEED_OPT, TEMP_OPT, THRESHOLD_OPT, TPS_OPT,
-                         TRACE_OPT, err, load_generator, out)
+                         TRACE_OPT, err, load_generator, out, print_error)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Valid-by-construction output from masked diffusion language models.")
@@ -70,7 +71,7 @@ def _trace_printer(gen):
         err.print(f"step {ev.step:>3} {label.get(ev.kind, ev.kind):<8} nfe={ev.nfe:<3} "
                   f"+{len(ev.positions)}", _render_canvas(ev, vocab), sep=" ")
         if ev.kind == "remask":
-            err.print(f"          [red]{ev.note}[/]")
+            err.print(f"          [red]{escape(ev.note)}[/]")
 
     return on_step
 
@@ -105,6 +106,8 @@ def generate(
     temperature: float = TEMP_OPT,
     seed: int = SEED_OPT,
     engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar"),
+    ground: bool = typer.Option(False, "--ground", help="JSON Schema only: every free-text string is a part "
+                                "of the prompt, word for word, and every e-mail one of its addresses."),
     device: Optional[str] = DEVICE_OPT,
     trace: bool = TRACE_OPT,
     as_json: bool = AS_JSON_OPT,
@@ -116,9 +119,10 @@ def generate(
         spec = _spec(schema, regex, grammar, choice)
         gen = load_generator(model, device, block_length=block_length, threshold=threshold,
                          tokens_per_step=tokens_per_step, temperature=temperature, seed=seed, engine=engine)
-        r = gen.generate(prompt, spec, max_tokens=max_tokens, on_step=_trace_printer(gen) if trace else None)
+        r = gen.generate(prompt, spec, max_tokens=max_tokens, on_step=_trace_printer(gen) if trace else None,
+                         ground=ground)
     except sg.StructgenError as e:
-        err.print(f"[red]error:[/] {e}")
+        print_error(e)
         raise typer.Exit(2)
     if as_json:
         out.print_json(_result_json(r))
@@ -157,7 +161,7 @@ def sql(
         r = gen.generate(question, spec, max_tokens=max_tokens, on_step=_trace_printer(gen) if trace else None)
         rows = run_query(db, r.text, max_rows=max_rows, timeout_s=timeout) if run else None
     except sg.StructgenError as e:
-        err.print(f"[red]error:[/] {e}")
+        print_error(e)
         raise typer.Exit(2)
     if as_json:
         extra = {} if rows is None else {"columns": rows.columns, "rows": [list(x) for x in rows.rows],
@@ -218,14 +222,14 @@ def serve(
             warnings.simplefilter("always")
             m = sg.load_model(model, device=device)
         for w in caught:
-            err.print(f"[yellow]warning:[/] {w.message}")
+            err.print(f"[yellow]warning:[/] {escape(str(w.message))}")
         limits = ServerLimits(workers=workers, queue_size=queue_size, max_batch=max_batch)
         executor = executor_from_file(execute, sandbox=sandbox) if execute else None
         application = create_app(m, policy=policy, audit_path=audit, api_keys=api_key or (), executor=executor,
                                  limits=limits, tools=tools, model_id=model_id, approval_ttl_s=approval_ttl,
                                  generator_settings={"block_length": block_length, "threshold": threshold})
     except sg.StructgenError as e:
-        err.print(f"[red]error:[/] {e}")
+        print_error(e)
         raise typer.Exit(2)
     if not api_key and host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"[yellow]warning:[/] serving on {host} without --api-key: anyone who can reach it can use it")

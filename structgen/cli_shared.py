@@ -6,9 +6,15 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 err = Console(stderr=True, soft_wrap=True)  # never break an error's path or value across lines
 out = Console()
+
+
+def print_error(e: BaseException) -> None:
+    """``error: <message>`` on stderr, the message printed as it is (``[a-z]+`` is not rich markup)."""
+    err.print(f"[red]error:[/] {escape(str(e))}")
 
 
 def load_generator(model: Optional[str], device: Optional[str], **settings):
@@ -21,7 +27,7 @@ def load_generator(model: Optional[str], device: Optional[str], **settings):
         warnings.simplefilter("always")
         m = sg.load_model(model, device=device)
     for w in caught:
-        err.print(f"[yellow]warning:[/] {w.message}")
+        err.print(f"[yellow]warning:[/] {escape(str(w.message))}")
     return sg.Generator(m, **settings)
 
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from .cli_shared import AS_JSON_OPT, BLOCK_OPT, DEVICE_OPT, err, load_generator, out
+from .cli_shared import AS_JSON_OPT, BLOCK_OPT, DEVICE_OPT, err, load_generator, out, print_error
 
 
 def train(
@@ -111,7 +111,7 @@ def train(
             raise sg.ConfigError("--tools names the tools of --data's 'tool' lines; pass --data too")
         report = run_training(cfg, out_dir, progress=True, data=own)
     except sg.StructgenError as e:
-        err.print(f"[red]error:[/] {e}")
+        print_error(e)
         raise typer.Exit(2)
     if as_json:
         out.print_json(json.dumps(dataclasses.asdict(report), default=str))
@@ -123,7 +123,8 @@ def eval_(
     model: Optional[str] = typer.Option(None, "--model", help="Model directory (default: the embedded model)."),
     n: int = typer.Option(50, "-n", help="Held-out examples per family."),
     families: str = typer.Option("json,tool,sql,alert", "--families", help="Comma-separated task families."),
-    modes: str = typer.Option("constrained,unconstrained,one-token", "--modes", help="Decoding modes to compare."),
+    modes: str = typer.Option("constrained,unconstrained,one-token,grounded", "--modes",
+                             help="Decoding modes to compare (grounded: JSON and tool calls only)."),
     out_dir: Path = typer.Option(Path("eval-out"), "--out", help="Folder for eval.json, eval.md and eval.svg."),
     seed: int = typer.Option(1234, "--seed", help="Seeds the held-out examples."),
     split: str = typer.Option("heldout", "--split",
@@ -175,7 +176,7 @@ def eval_(
                 "threads": __import__("torch").get_num_threads()}
         paths = write_report(rows, out_dir, title=title, meta=meta)
     except sg.StructgenError as e:
-        err.print(f"[red]error:[/] {e}")
+        print_error(e)
         raise typer.Exit(2)
     out.print(rich_table(rows, title))
     err.print("written: " + ", ".join(str(p) for p in paths))

@@ -45,6 +45,22 @@ def test_clear_errors_exit_2(tmp_path):
     assert r.exit_code == 2 and "too small" in r.output
 
 
+def test_generate_ground_quotes_the_prompt(tmp_path):
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"city": {"type": "string"}},
+                                  "required": ["city"], "additionalProperties": False}))
+    prompt = "She lives in Porto, near the river."
+    r = runner.invoke(app, ["generate", prompt, "--schema", str(schema), "--model", "random", "-n", "24", "--json",
+                            "--ground"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["value"]["city"] in prompt
+
+
+def test_errors_print_brackets_as_they_are():
+    r = runner.invoke(app, ["generate", "abc", "--regex", "[a-z]+", "--model", "random", "--ground"])
+    assert r.exit_code == 2 and "Regex('[a-z]+')" in r.output and "JSON Schema specs" in r.output
+
+
 # ------------------------------------------------------------------------------------------ structgen sql
 QUESTION = "How many customers are from Germany?"
 

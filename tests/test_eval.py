@@ -112,7 +112,7 @@ def test_a_random_logits_run_writes_the_report(tmp_path, tok4k):
     assert "| json | constrained |" in markdown(rows, "t")
     with pytest.raises(sg.StructgenError, match="unknown eval mode"):
         evaluate(model, families=("json",), n=1, modes=("fast",))
-    assert set(MODES) == {"constrained", "unconstrained", "one-token"}
+    assert set(MODES) == {"constrained", "unconstrained", "one-token", "grounded"}
 
 
 def test_the_fallback_column_counts_answers_the_strict_grammar_wrote(tok4k):

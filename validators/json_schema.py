@@ -28,10 +28,11 @@ is built.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator as JsonschemaValidator
 from jsonschema.validators import validator_for
@@ -41,6 +42,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
 from structgen.errors import GenerationError, SpecError, UnsupportedSchemaError
+from structgen.grounding import GROUND_KEY, source_of
 
 from .base import Issue, Span
 from .json_spans import JsonSpans, JsonSyntaxIssue, PathT, json_pointer, parse_with_spans
@@ -58,6 +60,8 @@ class JsonSchemaValidator:
         """``check_schema=False`` skips validating the schema against its meta-schema (the slow part of
         building, ~30 ms for a large schema) when the caller has already done so, as ``JsonSchema`` has."""
         cls = dialect_for(schema)
+        if source_of(schema) is not None:
+            cls = grounded_dialect(cls)
         if check_schema:
             try:
                 cls.check_schema(schema)
@@ -159,6 +163,18 @@ def dialect_for(schema: Any) -> type[JsonschemaValidator]:
     if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
         return Draft202012Validator  # a malformed $schema: check_schema reports it
     return validator_for(schema, default=Draft202012Validator)
+
+
+@functools.cache
+def grounded_dialect(cls: type[JsonschemaValidator]) -> type[JsonschemaValidator]:
+    """``cls`` with the grounding keyword (``structgen.grounding``): a string must be a part of its source."""
+
+    def quoted(validator, source, instance, schema):
+        if validator.is_type(instance, "string") and isinstance(source, str) and instance not in source:
+            yield ValidationError(f"{instance!r} is not quoted from the request: a grounded string must be a "
+                                  "part of it, word for word")
+
+    return validators.extend(cls, {GROUND_KEY: quoted})
 
 
 def unresolvable_refs(schema: dict | bool) -> list[str]:

@@ -29,6 +29,7 @@ import threading
 import numpy as np
 import torch
 
+from ..grounding import source_of
 from .base import Constraint
 from .json_regex import AutomatonUnsupported, schema_to_regex
 from .token_dfa import TokenDFA
@@ -82,7 +83,8 @@ class AutomatonConstraint(Constraint):
     @classmethod
     def build(cls, spec, vocab: TokenVocab) -> "AutomatonConstraint":
         regex = spec_regex(spec)
-        return cls(spec, vocab, TokenDFA.from_regex(regex, vocab), regex)
+        ground = source_of(spec.schema) if spec.kind == "json" else None
+        return cls(spec, vocab, TokenDFA.from_regex(regex, vocab, ground=ground), regex)
 
     @property
     def n_states(self) -> int:

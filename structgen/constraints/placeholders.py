@@ -25,6 +25,8 @@ import json
 import math
 import re
 
+from ..grounding import GROUND_KEY
+
 _DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title"}
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 _DATE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
@@ -121,6 +123,10 @@ def substitute(schema):
             return [walk(x, is_schema) for x in node]
         if not isinstance(node, dict):
             return node
+        if is_schema and GROUND_KEY in node:  # a string quoted from a source (structgen.grounding)
+            key = f"SGGRD{len(subs)}X"
+            subs[f'"{key}"'] = _grounded_regex(node)
+            return {"const": key}
         if is_schema and node.get("type") == "string" and node.get("format") in FORMATS \
                 and not (set(node) - {"type", "format"} - _ANNOTATIONS):
             key = f"SGFMT{len(subs)}X"
@@ -158,6 +164,17 @@ def substitute(schema):
         return out
 
     return walk(schema, True), subs
+
+
+def _grounded_regex(node: dict) -> str:
+    """A grounded string's regex: one of the source's e-mail addresses for an ``email`` string, else the
+    marked body whose product with the source's suffix automaton ``grounded_dfa`` takes."""
+    from ..grounding import emails_in
+    from .grounded_dfa import body_regex
+
+    if node.get("format") == "email":
+        return '"(' + "|".join(re.escape(e) for e in emails_in(node[GROUND_KEY])) + ')"'
+    return body_regex()
 
 
 def put_back(regex: str, subs: dict[str, str]) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .grounded_dfa import MARK, ground_transitions
 from .json_regex import AutomatonUnsupported
 from .vocab import TokenVocab
 
@@ -44,6 +45,7 @@ def outlines_vocabulary(vocab: TokenVocab):
                 if b and not vocab.special[i]:
                     by_bytes.setdefault(b, []).append(i)
             by_bytes.setdefault(SENTINEL.encode(), []).append(vocab.size)
+            by_bytes.setdefault(MARK.encode(), []).append(vocab.size + 1)  # grounded bodies (grounded_dfa)
             v = Vocabulary(vocab.eos_id, by_bytes)
             _VOCAB_CACHE[vocab] = v
         return v
@@ -82,8 +84,9 @@ class TokenDFA:
         return q
 
     @classmethod
-    def from_regex(cls, regex: str, vocab: TokenVocab) -> "TokenDFA":
-        """Build the token DFA of ``regex`` over ``vocab``.
+    def from_regex(cls, regex: str, vocab: TokenVocab, *, ground: str | None = None) -> "TokenDFA":
+        """Build the token DFA of ``regex`` over ``vocab``; with ``ground`` (the source text), the bodies
+        the regex marks (``grounded_dfa.MARK``) may only hold substrings of it.
 
         outlines-core 0.2 drops token transitions that leave an accepting state when the token's first byte
         could end the match (``a(bc)?`` has no ``b`` after ``a``, so "1.5" tokenised 1|.|5 is rejected as a
@@ -104,7 +107,15 @@ class TokenDFA:
         finals = set(index.get_final_states())
         sentinel = vocab.size
         accepting = [s for s, tr in trans.items() if tr.get(sentinel) in finals]
-        return cls.from_transitions(trans, index.get_initial_state(), accepting, vocab)
+        initial = index.get_initial_state()
+        if MARK in regex:
+            if ground is None:
+                raise AutomatonUnsupported("the regex marks grounded strings but no source text was given")
+            trans, initial, accepting = ground_transitions(trans, initial, accepting, ground, vocab, sentinel + 1)
+            if len(trans) > MAX_STATES:
+                raise AutomatonUnsupported(f"{len(trans)} automaton states with the grounded strings "
+                                           f"(more than {MAX_STATES})")
+        return cls.from_transitions(trans, initial, accepting, vocab)
 
     @classmethod
     def from_transitions(cls, trans: dict, initial: int, finals, vocab: TokenVocab) -> "TokenDFA":

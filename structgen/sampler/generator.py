@@ -29,6 +29,7 @@ from ..constraints import ENGINES
 from ..constraints import compile as compile_spec
 from ..constraints.base import MASK
 from ..errors import CanvasTooSmallError, ConfigError, DeadEnd, GenerationError
+from ..grounding import ground as ground_spec
 from ..spec import JsonSchema, Regex, Spec, as_spec
 from .events import StepEvent
 from .loop import LoopStats, denoise
@@ -86,8 +87,12 @@ class Generator:
     # -- generation --------------------------------------------------------------------------------------
     def generate(self, prompt, spec: Spec | dict | type, max_tokens: int = 128, *, strict: bool = True,
                  trace: bool = False, on_step: Callable | None = None, constrained: bool = True,
-                 **overrides) -> Result:
+                 ground: bool | str = False, **overrides) -> Result:
         """Generate output for ``prompt`` (text or chat messages) that satisfies ``spec``.
+
+        ``ground=True`` (JSON Schema specs and tool calls) makes every free-text string a word-for-word part
+        of the prompt's text, and every e-mail string one of its addresses (``structgen.grounding``); a
+        string ``ground`` is the text to quote from instead.
 
         ``constrained=False`` is the baseline for evaluations: the same prompt (``spec.render_prompt``) and
         sampler, but any text may be written (only special tokens are excluded and the EOS tail kept), no
@@ -100,7 +105,7 @@ class Generator:
         if not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         t_start = time.perf_counter()
-        spec = as_spec(spec)
+        spec = ground_spec(as_spec(spec), prompt, ground)
         t0 = time.perf_counter()
         if not constrained:
             s["max_repair_rounds"], strict = 0, False

@@ -4,7 +4,10 @@ Modes (one model, the same prompts):
 
 * ``constrained`` — the spec's constraint, Fast-dLLM threshold commits (``threshold=0.9``), repair;
 * ``unconstrained`` — the same sampler with no constraint (any text, EOS tail; no repair), validated after;
-* ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference.
+* ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference;
+* ``grounded`` — constrained with ``ground=True``: every free-text string a part of the request, word for
+  word (``structgen.grounding``); JSON extraction and tool calls only (SQL and alert rules have no
+  free-text strings to quote), so those families get no row for it.
 
 Scores per family: **validity** (every validator of the spec passes) and **fallback** (the share of answers
 a last resort wrote after the repair rounds ran out: SQL's strict fallback, its cut or its finisher); the family's
@@ -30,7 +33,11 @@ MODES: dict[str, dict[str, Any]] = {
     "constrained": {"constrained": True, "threshold": 0.9, "tokens_per_step": None},
     "unconstrained": {"constrained": False, "threshold": 0.9, "tokens_per_step": None},
     "one-token": {"constrained": True, "threshold": None, "tokens_per_step": 1},
+    "grounded": {"constrained": True, "threshold": 0.9, "tokens_per_step": None, "ground": True},
 }
+
+#: the families whose answers quote the request (JSON Schema specs): the ``grounded`` mode decodes these only
+GROUNDED_FAMILIES = ("json", "tool")
 
 #: the canvas (``max_tokens``) each family is decoded with; training pads its targets to the same lengths
 CANVAS: dict[str, int] = {"json": 128, "tool": 128, "sql": 128, "alert": 64}
@@ -218,6 +225,8 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
         for mode in modes:
             settings = dict(MODES[mode])
             constrained = settings.pop("constrained")
+            if settings.get("ground") and fam not in GROUNDED_FAMILIES:
+                continue
             scored: list[Scored] = []
             for ex in exs:
                 t0 = time.perf_counter()

@@ -1,0 +1,213 @@
+"""Grounded strings (``generate(..., ground=True)``): every free-text value is a part of the request.
+
+The suffix automaton against Python's ``in``; which subschemas a schema marks; the token automaton's
+product, walked token by token (substrings in, anything else out, escapes as JSON writes them); random
+logits through real grounded constraints (every released value is quoted from the source); the validator's
+keyword; the generator's errors; the eval's grounded mode.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import structgen as sg
+from structgen.constraints import compile as compile_spec
+from structgen.constraints.grounded_dfa import SuffixAutomaton, source_bytes
+from structgen.errors import ConfigError
+from structgen.grounding import GROUND_KEY, Grounded, emails_in, ground_schema, source_of, source_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from tools import TOOLS  # noqa: E402
+
+HYP = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+               suppress_health_check=[HealthCheck.too_slow])
+PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 40},
+                                           "age": {"type": "integer", "minimum": 0, "maximum": 130},
+                                           "city": {"type": "string"}},
+          "required": ["name", "age", "city"], "additionalProperties": False}
+REQUEST = 'Maria Lopez, 41, lives in Porto. Notes: "C:\\Users\\Søren\\plan.txt" (draft)'
+
+
+# ------------------------------------------------------------------------------------- suffix automaton
+@HYP
+@given(st.text(alphabet="ab\"\\ é", max_size=24), st.lists(st.text(alphabet="ab\"\\ é", max_size=6), max_size=8))
+def test_suffix_automaton_accepts_exactly_the_substrings(text, probes):
+    data = text.encode()
+    sa = SuffixAutomaton(data)
+    assert sa.n_states <= max(1, 2 * len(data))
+    parts = [p.encode() for p in probes] + [data[i:j] for i in range(len(data)) for j in range(i, len(data) + 1)][:40]
+    walked = sa.walk(parts)
+    for k, part in enumerate(parts):
+        assert (walked[0, k] >= 0) == (part in data), part
+
+
+def test_the_source_is_read_as_json_writes_it():
+    assert source_bytes('say "hi" C:\\x é') == 'say \\"hi\\" C:\\\\x é'.encode()
+
+
+# ------------------------------------------------------------------------------------------ the schema
+def test_free_text_strings_are_marked_and_converted_values_are_not():
+    schema = {"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 40, "description": "who"},
+        "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+        "when": {"type": "string", "format": "date"},
+        "unit": {"type": "string", "enum": ["c", "f"]},
+        "to": {"type": "array", "items": {"type": "string", "format": "email"}},
+        "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}},
+        "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]}},
+        "$defs": {"tag": {"type": "string"}}}
+    src = "write to ana@example.org"
+    g = ground_schema(schema, src)
+    props = g["properties"]
+    assert props["name"][GROUND_KEY] == src and props["name"]["maxLength"] == 40
+    assert props["either"]["anyOf"][0][GROUND_KEY] == src and GROUND_KEY not in props["either"]["anyOf"][1]
+    assert g["$defs"]["tag"][GROUND_KEY] == src
+    assert props["to"]["items"][GROUND_KEY] == src  # the request has an address
+    for k in ("code", "when", "unit"):
+        assert GROUND_KEY not in props[k]
+    assert GROUND_KEY not in ground_schema(schema, "no address here")["properties"]["to"]["items"]
+    assert schema["properties"]["name"] == {"type": "string", "maxLength": 40, "description": "who"}  # a copy
+    assert source_of(g) == src and source_of(schema) is None
+    assert emails_in("a@b.example, x.y@c.example.org; a@b.example.") == ["a@b.example", "x.y@c.example.org"]
+
+
+def test_the_source_of_chat_messages_is_their_user_text():
+    msgs = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Maria, 41"},
+            {"role": "assistant", "content": "ok"}, {"role": "user", "content": [{"type": "text", "text": "Porto"}]}]
+    assert source_text(msgs) == "Maria, 41\nPorto"
+    assert source_text("plain") == "plain"
+
+
+def test_a_grounded_spec_keeps_the_prompt_model_and_parse_of_what_it_wraps():
+    spec = sg.agent.tools.tool_call_spec(TOOLS)
+    g = Grounded(spec, "in Porto")
+    assert g.render_prompt("in Porto") == spec.render_prompt("in Porto")
+    assert g.tools == spec.tools and g.parse.__self__ is spec
+    assert g.key != spec.key and g.key != Grounded(spec, "in Lyon").key
+    assert Grounded(g, "in Lyon").inner is spec
+    with pytest.raises(ConfigError, match="JSON Schema specs"):
+        Grounded(sg.Regex("[a-z]+"), "x")
+
+
+# ------------------------------------------------------------------------------------ the automaton
+def _accepts(constraint, tok, text: str) -> bool:
+    d = constraint.dfa
+    q = d.walk(tok(text, add_special_tokens=False)["input_ids"])
+    return q != d.dead and bool(d.accept[q])
+
+
+@pytest.fixture(scope="module")
+def person(tok4k, vocab):
+    return compile_spec(Grounded(sg.JsonSchema(PERSON), REQUEST), vocab)
+
+
+@pytest.mark.parametrize("name,city,ok", [
+    ("Maria Lopez", "Porto", True),
+    ("Maria", "Porto.", True),
+    ("Lopez, 41, lives", "ria", True),
+    ('\\"C:\\\\Users\\\\Søren\\\\plan.txt\\"', "Porto", True),  # quotes and backslashes, JSON-escaped
+    ("", "Porto", True),  # the empty string is a part of any text
+    ("Maria Lopes", "Porto", False),
+    ("Maria", "Lisbon", False),
+    ("Maria  Lopez", "Porto", False),
+    ("C:\\/Users", "Porto", False),  # an escape the source's JSON form does not use
+])
+def test_the_product_holds_exactly_the_substrings(person, tok4k, name, city, ok):
+    text = '{"name": "%s", "age": 41, "city": "%s"}' % (name, city)
+    assert person.engine == "automaton"
+    assert _accepts(person, tok4k, text) is ok
+
+
+def test_emails_are_one_of_the_addresses_in_the_request(tok4k, vocab):
+    schema = {"type": "object", "properties": {"to": {"type": "array", "items": {"type": "string", "format": "email"},
+                                                      "minItems": 1}}, "required": ["to"]}
+    c = compile_spec(Grounded(sg.JsonSchema(schema), "mail ana@example.org and bo.li@uni.example.edu"), vocab)
+    assert _accepts(c, tok4k, '{"to": ["ana@example.org", "bo.li@uni.example.edu"]}')
+    assert not _accepts(c, tok4k, '{"to": ["ana@example.edu"]}')
+
+
+# ------------------------------------------------------------------------------ random logits, end to end
+REQUESTS = ["What's the weather like in Genève for 3 days, in fahrenheit?",
+            'Erase `C:\\Users\\Søren\\Desktop\\draft "v3".doc` from disk',
+            "email ana@example.org and li@uni.example.edu, subject Lunch on Friday? body: see you at noon",
+            "remind me to water the plants tomorrow at 9"]
+
+
+def _strings(v):
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, list):
+        for x in v:
+            yield from _strings(x)
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _strings(x)
+
+
+def test_random_logits_only_ever_quote_the_request(tok4k):
+    """Whatever a model proposes, a released tool call's free-text arguments are parts of the request and its
+    e-mail addresses are the request's; only string lengths are left to the validators (and repair)."""
+    released = 0
+    for seed in range(3):
+        gen = sg.Generator(sg.models.RandomLogits(tok4k, seed=seed), seed=seed)
+        for request_text in REQUESTS:
+            try:
+                call = gen.tool_call(request_text, TOOLS, 128, ground=True)
+            except sg.GenerationError as e:
+                assert all("long" in i.message or "short" in i.message for i in e.errors), e.errors
+                continue
+            released += 1
+            props = next(t for t in TOOLS if t.name == call.name).model.model_json_schema()["properties"]
+            for key, value in call.arguments.items():
+                item = props[key].get("items", props[key])
+                if item.get("type") == "string" and not ({"pattern", "enum", "const"} & item.keys()):
+                    for s in _strings(value):
+                        assert s in request_text, (key, s)
+    assert released >= 6  # most calls are released: the check above is not vacuous
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_logits_json_values_are_quoted_and_valid(tok4k, seed):
+    gen = sg.Generator(sg.models.RandomLogits(tok4k, seed=seed), seed=seed, temperature=1.0)
+    r = gen.generate(REQUEST, sg.JsonSchema(PERSON), 96, ground=True, strict=False)
+    if r.valid:
+        v = json.loads(r.text)
+        assert v["name"] in REQUEST and v["city"] in REQUEST and len(v["name"]) <= 40
+
+
+# ------------------------------------------------------------------------------------------ validator
+def test_the_validator_names_the_value_that_is_not_quoted():
+    from structgen.validators import validators_for
+
+    (check,) = validators_for(Grounded(sg.JsonSchema(PERSON), REQUEST))
+    assert check('{"name": "Maria Lopez", "age": 41, "city": "Porto"}') == []
+    issues = check('{"name": "Maria Lopez", "age": 41, "city": "Lisbon"}')
+    assert len(issues) == 1 and issues[0].path == "/city" and "not quoted from the request" in issues[0].message
+    text = '{"name": "Maria Lopez", "age": 41, "city": "Lisbon"}'
+    assert text[slice(*issues[0].span)] == '"Lisbon"'
+
+
+# ---------------------------------------------------------------------------------------- the generator
+def test_ground_with_a_given_text_and_bad_uses(tok4k):
+    gen = sg.Generator(sg.models.RandomLogits(tok4k, seed=1))
+    r = gen.generate("ignored words", sg.JsonSchema(PERSON), 96, ground="Ana Sousa, 30, from Braga", strict=False)
+    if r.valid:
+        assert json.loads(r.text)["city"] in "Ana Sousa, 30, from Braga"
+    with pytest.raises(ConfigError, match="JSON Schema specs and tool calls"):
+        gen.generate("x", sg.Regex("[a-z]+"), 8, ground=True)
+    with pytest.raises(ConfigError, match="ground must be"):
+        gen.generate("x", sg.JsonSchema(PERSON), 96, ground=3)
+
+
+def test_eval_decodes_the_grounded_mode_for_json_and_tool_calls_only(tok4k):
+    from structgen.train.evaluate import evaluate
+
+    model = sg.models.RandomLogits(tok4k, seed=0)
+    rows = evaluate(model, families=("tool", "alert"), n=2, modes=("grounded",))
+    assert [(r.family, r.mode) for r in rows] == [("tool", "grounded")]
