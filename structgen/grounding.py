@@ -1,22 +1,33 @@
-"""Grounding: free-text values that must be quoted, word for word, from a source text (the request).
+"""Grounding: string values that must come from a source text (the request), by construction.
 
 An extraction or a tool call copies most of its text values from the request: a name, a city, a path, a
 subject line. A small model writes them with a neighbouring word stuck on (``"Accra you"``), an edge
 lost (``"tmp/dump.sql"``) or text that is nowhere in the request at all. ``generate(..., ground=True)``
-makes every free-text string of a JSON Schema spec (``type: "string"`` with no ``enum``, ``const``,
-``pattern`` or ``format``) a substring of the request, by construction; an ``email`` string becomes one of
-the request's e-mail addresses (left as it is when the request has none). Strings with a pattern, a
-format or an enum are untouched: they are converted, not copied (``"2027-01-22"`` from "January 22nd").
+restricts the strings of a JSON Schema spec to what the request states:
 
-How: ``ground_schema`` marks each such subschema with the keyword ``GROUND_KEY`` whose value is the source
-text, so the spec's key (hence the constraint cache), the automaton (``constraints.grounded_dfa``: the
-product with the source's suffix automaton) and the validator (the keyword asserts ``value in source``,
-and a failing value is a span repair redoes) all read the same schema. ``Grounded`` wraps a ``JsonSchema``
-(a tool-call spec included) with its marked schema while the prompt, the pydantic model and ``parse`` stay
-the wrapped spec's: the model sees the schema it was trained with.
+* a **free-text** string (``type: "string"`` with no ``enum``, ``const``, ``pattern`` or ``format``) is a
+  substring of the request, word for word (``GROUND_KEY``);
+* an ``email`` string is one of the request's addresses (that its ``pattern`` allows) (``GROUND_KEY``);
+* a ``date`` or ``date-time`` string is one the request states: an ISO value of its request notes
+  (``structgen.request_notes``, the newest version: "January 22nd 2027" states ``2027-01-22``; one date, one
+  clock time and one UTC offset state a date-time) or an ISO value written in it (``STATED_KEY``);
+* a string with a ``pattern`` (and no format) is one of the request's words, or of its notes' values, that the
+  pattern matches: ``SEK`` for "Swedish kronor", ``14:15`` (``STATED_KEY``).
+
+Each is left as the schema has it when the request states no such value; enums and other formats are never
+touched. The caveat of the last rule: a code the request does not state while it states another of the same
+form (an airport's code for a city it only names, beside another city's code) can only be the wrong one.
+
+How: ``ground_schema`` marks each such subschema with its keyword, whose value is the source text, so the
+spec's key (hence the constraint cache), the automaton (``constraints.grounded_dfa``: free text through the
+product with the source's suffix automaton; e-mails and stated values as alternations,
+``constraints.placeholders``) and the validator (``validators/json_schema.py``: each keyword asserted; a
+failing value is a span repair redoes) all read the same schema. ``Grounded`` wraps a ``JsonSchema`` (a
+tool-call spec included) with its marked schema while the prompt, the pydantic model and ``parse`` stay the
+wrapped spec's: the model sees the schema it was trained with.
 
 The source is the prompt's text (a string prompt, or the user messages' contents, one per line), or a text
-given as ``ground="..."`` (a document the values must come from). Request notes are not part of it.
+given as ``ground="..."`` (a document the values must come from).
 """
 
 from __future__ import annotations
@@ -28,8 +39,10 @@ from .errors import ConfigError
 from .spec import JsonSchema
 
 GROUND_KEY = "x-structgen-quoted-from"
+STATED_KEY = "x-structgen-stated-in"  # a date, date-time or patterned value the source states
 _TEXT_KEYS = {"type", "minLength", "maxLength", "description", "title", "default", "examples", "$comment"}
-_DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title", GROUND_KEY}
+_DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title", GROUND_KEY, STATED_KEY}
+_EDGES = ".,;:!?()[]{}'\"`"  # punctuation around a word
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 # the automaton's e-mail form (constraints.placeholders): a dot-atom local part and a host name
 _ATOM = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+"
@@ -37,9 +50,54 @@ _LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 _EMAIL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*@(?:{_LABEL}\.)+{_LABEL}")
 
 
-def emails_in(source: str) -> list[str]:
-    """The e-mail addresses in ``source`` in order of first appearance, as the automaton's form reads them."""
-    return list(dict.fromkeys(m.group(0) for m in _EMAIL.finditer(source)))
+def emails_in(source: str, pattern: str | None = None) -> list[str]:
+    """The e-mail addresses in ``source`` in order of first appearance, as the automaton's form reads them
+    (those ``pattern`` matches, as JSON Schema's ``pattern`` does, when one is given)."""
+    found = dict.fromkeys(m.group(0) for m in _EMAIL.finditer(source))
+    return [e for e in found if pattern is None or re.search(pattern, e)]
+
+
+_ISO = {"date": re.compile(r"(?<![\w:+-])[0-9]{4}-[0-9]{2}-[0-9]{2}(?![\w:])"),
+        "date-time": re.compile(r"(?<![\w:+-])[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+                                r"(?:Z|[+-][0-9]{2}:[0-9]{2})(?![\w:])")}
+
+
+def stated_values(source: str, fmt: str) -> list[str]:
+    """The ``fmt`` values (``date`` or ``date-time``) ``source`` states: its request notes' ISO values
+    (``structgen.request_notes``, the newest version: "February 22nd 2027" -> ``2027-02-22``; a date-time
+    when it states one date, one time and one UTC offset) and the ISO values written in it, in order."""
+    from .request_notes import notes
+
+    rx = _ISO[fmt]
+    found = [m.group(0) for iso in [n[2] for n in notes(source)] + [source] for m in rx.finditer(iso)]
+    return [v for v in dict.fromkeys(found) if _valid(v, fmt)]
+
+
+def stated_for(node: dict, source: str) -> list[str]:
+    """The values ``source`` states for a ``date``/``date-time`` subschema (those its ``pattern`` allows) or a
+    ``pattern`` string (its words and its notes' values that the pattern matches), in order."""
+    from .request_notes import notes
+
+    pattern = node.get("pattern")
+    if "format" in node:
+        found = stated_values(source, node["format"])
+    else:
+        texts = [n[2] for n in notes(source)] + [source]
+        found = [w for t in texts for w in re.findall(r"\w+", t) + [x.strip(_EDGES) for x in t.split()]]
+    try:
+        return [v for v in dict.fromkeys(found) if v and (pattern is None or re.search(pattern, v))]
+    except re.error:  # an ECMA pattern Python cannot read: nothing stated (the validators still check it)
+        return []
+
+
+def _valid(value: str, fmt: str) -> bool:
+    import datetime as dt
+
+    try:
+        (dt.date if fmt == "date" else dt.datetime).fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def _string_only(node: dict) -> bool:
@@ -54,11 +112,24 @@ def groundable(node: Any, source: str) -> bool:
     keys = set(node) - {GROUND_KEY}
     if keys <= _TEXT_KEYS:
         return True
-    return keys <= _TEXT_KEYS | {"format"} and node.get("format") == "email" and bool(emails_in(source))
+    return (keys <= _TEXT_KEYS | {"format", "pattern"} and node.get("format") == "email"
+            and bool(emails_in(source, node.get("pattern"))))
+
+
+def statable(node: Any, source: str) -> bool:
+    """Whether a subschema is a ``date``/``date-time`` string (a ``pattern`` beside allowed) or a ``pattern``
+    string of which ``source`` states a value."""
+    if not isinstance(node, dict) or not _string_only(node):
+        return False
+    keys = set(node) - {STATED_KEY}
+    shaped = keys <= _TEXT_KEYS | {"format", "pattern"} and node.get("format") in _ISO
+    shaped = shaped or (keys <= _TEXT_KEYS | {"pattern"} and "pattern" in node)
+    return shaped and bool(stated_for(node, source))
 
 
 def ground_schema(schema: Any, source: str) -> Any:
-    """A copy of ``schema`` with every groundable string subschema marked with ``GROUND_KEY: source``."""
+    """A copy of ``schema`` with every groundable string subschema marked with ``GROUND_KEY: source`` and every
+    statable one with ``STATED_KEY: source``."""
 
     def walk(node: Any, is_schema: bool) -> Any:
         if isinstance(node, list):
@@ -69,19 +140,23 @@ def ground_schema(schema: Any, source: str) -> Any:
             return {k: walk(v, True) for k, v in node.items()}
         if groundable(node, source):
             return {**node, GROUND_KEY: source}
+        if statable(node, source):
+            return {**node, STATED_KEY: source}
         return {k: v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS) for k, v in node.items()}
 
     return walk(schema, True)
 
 
-def source_of(schema: Any) -> str | None:
-    """The source text a marked schema quotes from (None when nothing in it is grounded)."""
+def source_of(schema: Any, keys: tuple[str, ...] = (GROUND_KEY, STATED_KEY)) -> str | None:
+    """The source text a marked schema quotes from or reads values in (None when nothing in it is marked
+    with one of ``keys``)."""
     stack = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if isinstance(node.get(GROUND_KEY), str):
-                return node[GROUND_KEY]
+            for key in keys:
+                if isinstance(node.get(key), str):
+                    return node[key]
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)

@@ -20,7 +20,8 @@ import structgen as sg
 from structgen.constraints import compile as compile_spec
 from structgen.constraints.grounded_dfa import SuffixAutomaton, source_bytes
 from structgen.errors import ConfigError
-from structgen.grounding import GROUND_KEY, Grounded, emails_in, ground_schema, source_of, source_text
+from structgen.grounding import (GROUND_KEY, STATED_KEY, Grounded, emails_in, ground_schema, source_of, source_text,
+                                 stated_for, stated_values)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from tools import TOOLS  # noqa: E402
@@ -75,6 +76,34 @@ def test_free_text_strings_are_marked_and_converted_values_are_not():
     assert schema["properties"]["name"] == {"type": "string", "maxLength": 40, "description": "who"}  # a copy
     assert source_of(g) == src and source_of(schema) is None
     assert emails_in("a@b.example, x.y@c.example.org; a@b.example.") == ["a@b.example", "x.y@c.example.org"]
+
+
+def test_dates_and_date_times_are_the_ones_the_request_states():
+    text = "Nudge me at 1:45 pm on the 24th of February 2027? Times are GMT-8. Not 2027-02-30; maybe 2027-03-01."
+    assert stated_values(text, "date") == ["2027-02-24", "2027-03-01"]  # notes, then ISO values; no Feb 30th
+    assert stated_values(text, "date-time") == []  # two dates: no date-time is stated
+    assert stated_values(text.split(" Not")[0], "date-time") == ["2027-02-24T13:45:00-08:00"]
+    assert stated_values("call at 2027-01-22T15:15:00+09:00", "date-time") == ["2027-01-22T15:15:00+09:00"]
+    assert stated_values("tomorrow at 9", "date") == [] and stated_values("tomorrow at 9", "date-time") == []
+    schema = {"type": "object", "properties": {"on": {"type": "string", "format": "date"},
+                                               "at": {"type": "string", "format": "date-time"}}}
+    one = text.split(" Not")[0]
+    g = ground_schema(schema, one)["properties"]
+    assert g["on"][STATED_KEY] == one and g["at"][STATED_KEY] == one and GROUND_KEY not in g["on"]
+    g = ground_schema(schema, "tomorrow at 9")["properties"]  # nothing stated: the format as it is
+    assert STATED_KEY not in g["on"] and STATED_KEY not in g["at"]
+
+
+def test_patterned_strings_are_words_or_note_values_the_pattern_matches():
+    code = {"type": "string", "pattern": "^[A-Z]{3}$"}
+    text = "Quote me the Swedish kronor equivalent of $7,441 from HEL-Chicago ORD. NOT THIS"
+    assert stated_for(code, text) == ["SEK", "USD", "HEL", "ORD", "NOT"]  # notes first, then the words
+    assert stated_for({"type": "string", "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]$"},
+                      "starting at 9:30 am, or 14:15.") == ["09:30", "14:15"]
+    assert stated_for({"type": "string", "pattern": r"^C:\\"}, r"wipe C:\tmp\x now") == [r"C:\tmp\x"]
+    assert stated_for({"type": "string", "pattern": "(?<=a"}, "abc") == []  # a pattern Python cannot read
+    assert STATED_KEY not in ground_schema({"type": "object", "properties": {"c": code}}, "no code here")[
+        "properties"]["c"]
 
 
 def test_the_source_of_chat_messages_is_their_user_text():
@@ -132,8 +161,22 @@ def test_emails_are_one_of_the_addresses_in_the_request(tok4k, vocab):
     assert not _accepts(c, tok4k, '{"to": ["ana@example.edu"]}')
 
 
+def test_a_stated_code_with_a_backslash_is_written_as_json_writes_it(tok4k, vocab):
+    schema = {"type": "object", "properties": {"p": {"type": "string", "pattern": r"^C:\\"}}, "required": ["p"]}
+    c = compile_spec(Grounded(sg.JsonSchema(schema), r"wipe C:\tmp now"), vocab)
+    assert _accepts(c, tok4k, r'{"p": "C:\\tmp"}') and not _accepts(c, tok4k, r'{"p": "C:\tmp"}')
+
+
+def test_a_stated_date_is_one_of_the_request_s_dates(tok4k, vocab):
+    schema = {"type": "object", "properties": {"on": {"type": "string", "format": "date"}}, "required": ["on"]}
+    c = compile_spec(Grounded(sg.JsonSchema(schema), "fly on March 3rd 2026, back 2026-03-09"), vocab)
+    assert _accepts(c, tok4k, '{"on": "2026-03-03"}') and _accepts(c, tok4k, '{"on": "2026-03-09"}')
+    assert not _accepts(c, tok4k, '{"on": "2026-03-04"}') and not _accepts(c, tok4k, '{"on": "2026-04-03"}')
+
+
 # ------------------------------------------------------------------------------ random logits, end to end
 REQUESTS = ["What's the weather like in Genève for 3 days, in fahrenheit?",
+            "remind me to pay rent on the 3rd of May 2027 at 9:30 am UTC+2, or fly to Oslo 2027-05-04",
             'Erase `C:\\Users\\Søren\\Desktop\\draft "v3".doc` from disk',
             "email ana@example.org and li@uni.example.edu, subject Lunch on Friday? body: see you at noon",
             "remind me to water the plants tomorrow at 9"]
@@ -166,8 +209,16 @@ def test_random_logits_only_ever_quote_the_request(tok4k):
             props = next(t for t in TOOLS if t.name == call.name).model.model_json_schema()["properties"]
             for key, value in call.arguments.items():
                 item = props[key].get("items", props[key])
-                if item.get("type") == "string" and not ({"pattern", "enum", "const"} & item.keys()):
-                    for s in _strings(value):
+                if item.get("type") != "string" or {"enum", "const"} & item.keys():
+                    continue
+                for s in _strings(value):
+                    if item.get("format") == "email":
+                        emails = emails_in(request_text, item.get("pattern"))
+                        assert not emails or s in emails, (key, s)
+                    elif item.get("format") in ("date", "date-time") or "pattern" in item and "format" not in item:
+                        stated = stated_for(item, request_text)
+                        assert not stated or s in stated, (key, s)
+                    else:
                         assert s in request_text, (key, s)
     assert released >= 6  # most calls are released: the check above is not vacuous
 
@@ -191,6 +242,11 @@ def test_the_validator_names_the_value_that_is_not_quoted():
     assert len(issues) == 1 and issues[0].path == "/city" and "not quoted from the request" in issues[0].message
     text = '{"name": "Maria Lopez", "age": 41, "city": "Lisbon"}'
     assert text[slice(*issues[0].span)] == '"Lisbon"'
+    schema = {"type": "object", "properties": {"on": {"type": "string", "format": "date"}}}
+    (check,) = validators_for(Grounded(sg.JsonSchema(schema), "on March 3rd 2026"))
+    assert check('{"on": "2026-03-03"}') == []
+    (issue,) = check('{"on": "2026-03-04"}')
+    assert "not a date the request states (it states 2026-03-03)" in issue.message
 
 
 # ---------------------------------------------------------------------------------------- the generator

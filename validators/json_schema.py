@@ -42,7 +42,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
 from structgen.errors import GenerationError, SpecError, UnsupportedSchemaError
-from structgen.grounding import GROUND_KEY, source_of
+from structgen.grounding import GROUND_KEY, STATED_KEY, source_of, stated_for
 
 from .base import Issue, Span
 from .json_spans import JsonSpans, JsonSyntaxIssue, PathT, json_pointer, parse_with_spans
@@ -167,14 +167,23 @@ def dialect_for(schema: Any) -> type[JsonschemaValidator]:
 
 @functools.cache
 def grounded_dialect(cls: type[JsonschemaValidator]) -> type[JsonschemaValidator]:
-    """``cls`` with the grounding keyword (``structgen.grounding``): a string must be a part of its source."""
+    """``cls`` with the grounding keywords (``structgen.grounding``): a string must be a part of its source; a
+    stated date, date-time or patterned value one the source states."""
 
     def quoted(validator, source, instance, schema):
         if validator.is_type(instance, "string") and isinstance(source, str) and instance not in source:
             yield ValidationError(f"{instance!r} is not quoted from the request: a grounded string must be a "
                                   "part of it, word for word")
 
-    return validators.extend(cls, {GROUND_KEY: quoted})
+    def stated(validator, source, instance, schema):
+        if validator.is_type(instance, "string") and isinstance(source, str):
+            values = stated_for(schema, source)
+            if instance not in values:
+                what = schema.get("format") or "value of this pattern"
+                yield ValidationError(f"{instance!r} is not a {what} the request states (it states "
+                                      f"{', '.join(values) or 'none'})")
+
+    return validators.extend(cls, {GROUND_KEY: quoted, STATED_KEY: stated})
 
 
 def unresolvable_refs(schema: dict | bool) -> list[str]:

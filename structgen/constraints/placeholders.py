@@ -25,7 +25,7 @@ import json
 import math
 import re
 
-from ..grounding import GROUND_KEY
+from ..grounding import GROUND_KEY, STATED_KEY
 
 _DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title"}
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
@@ -123,7 +123,7 @@ def substitute(schema):
             return [walk(x, is_schema) for x in node]
         if not isinstance(node, dict):
             return node
-        if is_schema and GROUND_KEY in node:  # a string quoted from a source (structgen.grounding)
+        if is_schema and (GROUND_KEY in node or STATED_KEY in node):  # structgen.grounding
             key = f"SGGRD{len(subs)}X"
             subs[f'"{key}"'] = _grounded_regex(node)
             return {"const": key}
@@ -167,14 +167,19 @@ def substitute(schema):
 
 
 def _grounded_regex(node: dict) -> str:
-    """A grounded string's regex: one of the source's e-mail addresses for an ``email`` string, else the
-    marked body whose product with the source's suffix automaton ``grounded_dfa`` takes."""
-    from ..grounding import emails_in
+    """A grounded string's regex (``structgen.grounding``): one of the values the source states for a stated
+    one, one of its e-mail addresses for an ``email`` string, else the marked body whose product with the
+    source's suffix automaton ``grounded_dfa`` takes. Values are written as JSON writes them."""
+    from ..grounding import emails_in, stated_for
     from .grounded_dfa import body_regex
 
-    if node.get("format") == "email":
-        return '"(' + "|".join(re.escape(e) for e in emails_in(node[GROUND_KEY])) + ')"'
-    return body_regex()
+    if STATED_KEY in node:
+        values = stated_for(node, node[STATED_KEY])
+    elif node.get("format") == "email":
+        values = emails_in(node[GROUND_KEY], node.get("pattern"))
+    else:
+        return body_regex()
+    return '"(' + "|".join(re.escape(json.dumps(v, ensure_ascii=False)[1:-1]) for v in values) + ')"'
 
 
 def put_back(regex: str, subs: dict[str, str]) -> str:
