@@ -6,7 +6,8 @@ lost (``"tmp/dump.sql"``) or text that is nowhere in the request at all. ``gener
 restricts the strings of a JSON Schema spec to what the request states:
 
 * a **free-text** string (``type: "string"`` with no ``enum``, ``const``, ``pattern`` or ``format``) is a
-  substring of the request, word for word (``GROUND_KEY``);
+  substring of the request, word for word, or of its request notes (``quotable``: "£4,847" notes
+  ``4847 GBP``, so a currency held as free text can be ``GBP``) (``GROUND_KEY``);
 * an ``email`` string is one of the request's addresses (that its ``pattern`` allows) (``GROUND_KEY``);
 * a ``date`` or ``date-time`` string is one the request states: an ISO value of its request notes
   (``structgen.request_notes``, the newest version: "January 22nd 2027" states ``2027-01-22``; one date, one
@@ -32,6 +33,7 @@ given as ``ground="..."`` (a document the values must come from).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -48,6 +50,16 @@ _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "depe
 _ATOM = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
 _EMAIL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*@(?:{_LABEL}\.)+{_LABEL}")
+
+
+@functools.lru_cache(maxsize=256)
+def quotable(source: str) -> str:
+    """The text a free-text string may quote: ``source``, then its request notes' values one per line (the
+    newest version of ``structgen.request_notes``), so that a currency code a field holds as free text
+    ("£4,847" notes ``4847 GBP``) is a part of it too, while every span of ``source`` stays whole."""
+    from .request_notes import notes
+
+    return "\n".join([source, *dict.fromkeys(n[2] for n in notes(source))])
 
 
 def emails_in(source: str, pattern: str | None = None) -> list[str]:

@@ -21,7 +21,7 @@ from structgen.constraints import compile as compile_spec
 from structgen.constraints.grounded_dfa import SuffixAutomaton, source_bytes
 from structgen.errors import ConfigError
 from structgen.grounding import (GROUND_KEY, STATED_KEY, Grounded, emails_in, ground_schema, source_of, source_text,
-                                 stated_for, stated_values)
+                                 quotable, stated_for, stated_values)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from tools import TOOLS  # noqa: E402
@@ -104,6 +104,17 @@ def test_patterned_strings_are_words_or_note_values_the_pattern_matches():
     assert stated_for({"type": "string", "pattern": "(?<=a"}, "abc") == []  # a pattern Python cannot read
     assert STATED_KEY not in ground_schema({"type": "object", "properties": {"c": code}}, "no code here")[
         "properties"]["c"]
+
+
+def test_free_text_may_quote_the_request_or_its_notes_values():
+    text = "Total: £4,847, due at 3 pm"
+    assert quotable(text) == "Total: £4,847, due at 3 pm\n4847 GBP\n15:00"  # the request's spans stay whole
+    schema = {"type": "object", "properties": {"currency": {"type": "string"}}, "required": ["currency"]}
+    from structgen.validators import validators_for
+
+    (check,) = validators_for(Grounded(sg.JsonSchema(schema), text))
+    assert check('{"currency": "GBP"}') == [] and check('{"currency": "due at 3 pm"}') == []
+    assert len(check('{"currency": "USD"}')) == 1
 
 
 def test_the_source_of_chat_messages_is_their_user_text():
@@ -219,7 +230,7 @@ def test_random_logits_only_ever_quote_the_request(tok4k):
                         stated = stated_for(item, request_text)
                         assert not stated or s in stated, (key, s)
                     else:
-                        assert s in request_text, (key, s)
+                        assert s in quotable(request_text), (key, s)
     assert released >= 6  # most calls are released: the check above is not vacuous
 
 

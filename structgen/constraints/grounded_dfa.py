@@ -141,15 +141,17 @@ def _inside_characters(trans: dict, body: set, escape: set, tok: list, V: int) -
 
 def ground_transitions(trans: dict, initial: int, accepting, source: str, vocab, mark_id: int):
     """``(trans, initial, accepting)`` of the product of a token DFA's grounded bodies with the suffix
-    automaton of ``source`` (module doc). ``trans`` maps state -> {token: state} as outlines-core gives it;
+    automaton of ``source`` with its notes (``grounding.quotable``; module doc). ``trans`` maps state -> {token: state} as outlines-core gives it;
     ids at or past the vocabulary (marker, sentinel) are dropped from the result."""
     V = vocab.size
     body = {s for s, tr in trans.items() if mark_id in tr}
     accepting = set(accepting)
     if not body:
         return {s: {t: x for t, x in tr.items() if t < V} for s, tr in trans.items()}, initial, accepting
-    sa = SuffixAutomaton(source_bytes(source))
-    text = source_bytes(source)
+    from ..grounding import quotable
+
+    text = source_bytes(quotable(source))
+    sa = SuffixAutomaton(text)
     tok = vocab.token_bytes
     quote_ids = [i for i, b in enumerate(tok) if b == b'"']
     # a body state after a backslash reads a quote as part of the body

@@ -1,0 +1,104 @@
+"""Would grounding allow the right answer? Each gold string value of the task data against what its request states.
+
+``generate(..., ground=True)`` (``structgen.grounding``) restricts a free-text string to the request's
+substrings, an e-mail to its addresses, a date, date-time or patterned string to the values the request
+states. A gold value outside that set could never be written, so this counts, per family, split and kind of
+string, the gold values whose request states some candidate and, of those, the ones the candidates hold
+(a *miss* is a value grounding makes wrong for certain). Values of strings left ungrounded (enums, other
+formats, nothing stated) are counted apart. No model; figures only, nothing is asserted.
+
+    python benchmarks/grounding_coverage.py                 # 400 examples per family and split
+    python benchmarks/grounding_coverage.py -n 1000 --json coverage.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402
+
+
+def kind_and_candidates(node: dict, source: str):
+    """(kind, candidates or None for free text) of a schema node as grounding treats it; kind None: untouched."""
+    from structgen.grounding import emails_in, groundable, statable, stated_for
+
+    if groundable(node, source):
+        if node.get("format") == "email":
+            return "email", emails_in(source, node.get("pattern"))
+        return "free text", None
+    if statable(node, source):
+        return node.get("format") or "pattern", stated_for(node, source)
+    return None, None
+
+
+def leaves(schema: dict, value, root: dict):
+    """(subschema, string value) for every string of ``value`` whose subschema is found by properties/items."""
+    if isinstance(schema, dict) and "$ref" in schema:
+        node = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            node = node[part]
+        schema = node
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for k, v in value.items():
+            if k in props:
+                yield from leaves(props[k], v, root)
+    elif isinstance(value, list):
+        for v in value:
+            yield from leaves(schema.get("items", {}), v, root)
+    elif isinstance(value, str):
+        yield schema, value
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", type=int, default=400, help="Examples per family and split.")
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--json", type=Path, default=None, help="Also write the counts here.")
+    args = ap.parse_args()
+    from structgen.grounding import quotable
+    from structgen.train.data import examples
+
+    counts: Counter = Counter()
+    misses: list[dict] = []
+    with C.progress() as bar:
+        task = bar.add_task("examples", total=4 * args.n)
+        for fam in ("tool", "json"):
+            for split in ("heldout", "train"):
+                for ex in examples(fam, split, args.n, seed=args.seed):
+                    gold = json.loads(ex.target)
+                    if fam == "tool":
+                        schema, value = ex.spec.tool(gold["name"]).schema, gold["arguments"]
+                    else:
+                        schema, value = ex.spec.schema, gold
+                    for node, v in leaves(schema, value, schema):
+                        kind, cands = kind_and_candidates(node, ex.prompt)
+                        key = (fam, split, kind or "left as it is")
+                        counts[key + ("values",)] += 1
+                        ok = kind is None or (v in quotable(ex.prompt) if cands is None else v in cands)
+                        counts[key + ("held",)] += ok
+                        if not ok and len(misses) < 12:
+                            misses.append({"family": fam, "split": split, "kind": kind, "gold": v,
+                                           "stated": cands, "request": ex.prompt[:120]})
+                    bar.advance(task)
+    rows = []
+    for fam, split, kind in sorted({k[:3] for k in counts}):
+        n, held = counts[(fam, split, kind, "values")], counts[(fam, split, kind, "held")]
+        rows.append([fam, split, kind, n, held, n - held])
+    C.console.print(C.table("Gold string values grounding would allow",
+                            ["family", "split", "kind", "values", "allowed", "missed"], rows))
+    for m in misses:
+        C.console.print(f"[dim]missed[/] {m['family']}/{m['split']} {m['kind']}: {m['gold']!r} not in "
+                        f"{m['stated']} — {m['request']!r}")
+    if args.json:
+        args.json.write_text(json.dumps({"counts": {"|".join(map(str, k)): v for k, v in counts.items()},
+                                         "misses": misses}, indent=1, ensure_ascii=False))
+
+
+if __name__ == "__main__":
+    main()
