@@ -139,14 +139,15 @@ def statable(node: Any, source: str) -> bool:
     return shaped and bool(stated_for(node, source))
 
 
-def ground_schema(schema: Any, source: str) -> Any:
+def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
     """A copy of ``schema`` with every groundable string subschema marked with ``GROUND_KEY: source`` and every
-    statable one with ``STATED_KEY: source``."""
+    statable one with ``STATED_KEY: source``; a subschema equal to one of ``exempt`` is left whole (a turn's
+    free reply, ``agent.turn.CONTENT_SCHEMA``)."""
 
     def walk(node: Any, is_schema: bool) -> Any:
         if isinstance(node, list):
             return [walk(x, is_schema) for x in node]
-        if not isinstance(node, dict):
+        if not isinstance(node, dict) or (is_schema and any(node == e for e in exempt)):
             return node
         if not is_schema:  # a map of name -> schema
             return {k: walk(v, True) for k, v in node.items()}
@@ -189,7 +190,8 @@ class Grounded(JsonSchema):
     """``inner`` (a ``JsonSchema`` or a tool-call spec) with its free-text strings quoted from ``source``.
 
     ``schema`` is the marked schema (``key`` follows it, so each source gets its own constraint); the prompt,
-    the pydantic model and any other attribute (``parse``, ``tools``) are ``inner``'s."""
+    the pydantic model and any other attribute (``parse``, ``tools``) are ``inner``'s. Subschemas in
+    ``inner.ground_exempt`` (a turn's free-text reply) are not grounded."""
 
     def __init__(self, inner: JsonSchema, source: str):
         if not isinstance(inner, JsonSchema):
@@ -199,13 +201,21 @@ class Grounded(JsonSchema):
             raise ConfigError(f"the grounding source must be text, got {type(source).__name__}")
         while isinstance(inner, Grounded):
             inner = inner.inner
-        for name, value in (("source", inner.source), ("schema", ground_schema(inner.schema, source)),
+        marked = ground_schema(inner.schema, source, tuple(getattr(inner, "ground_exempt", ())))
+        for name, value in (("source", inner.source), ("schema", marked),
                             ("model", inner.model), ("in_prompt", inner.in_prompt), ("inner", inner),
                             ("quoted_from", source)):
             object.__setattr__(self, name, value)
 
     def render_prompt(self, prompt):
         return self.inner.render_prompt(prompt)
+
+    @property
+    def fallback(self) -> JsonSchema:
+        """The generator's last resort when repair cannot make a grounded answer valid: the wrapped spec,
+        ungrounded, whose automaton holds the length bounds grounding leaves to the validators
+        (``Result.fallback`` says the answer came from it)."""
+        return self.inner
 
     def __getattr__(self, name: str):  # what only the wrapped spec has (parse, tools, ...)
         if name == "inner":

@@ -129,6 +129,28 @@ def test_response_format_json_schema(client):
     assert r.choices[0].finish_reason == "stop"
 
 
+NAMED = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+         "additionalProperties": False}
+
+
+def test_ground_takes_the_strings_from_the_user_s_messages(client):
+    """The extension's ``ground``: a response_format answer's name and a call's city are parts of the request."""
+    text = "Maria Lopez, 41, from Porto"
+    r = client.chat.completions.create(
+        model="structgen", messages=[{"role": "system", "content": "Extract."}, {"role": "user", "content": text}],
+        max_tokens=48, extra_body={"structgen": {"ground": True}},
+        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": NAMED}})
+    value = json.loads(r.choices[0].message.content)
+    jsonschema.validate(value, NAMED)
+    assert value["name"] in text  # no length bound: nothing is left to a last resort
+    r = client.chat.completions.create(model="structgen", messages=ASK, tools=OPENAI_TOOLS, max_tokens=96,
+                                       tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                                       extra_body={"structgen": {"ground": True}})
+    call = r.choices[0].message.tool_calls[0]
+    _valid_call(call.function.name, call.function.arguments)
+    assert json.loads(call.function.arguments)["city"] in ASK[0]["content"]  # shorter than the bound, 40
+
+
 def test_response_format_streaming_with_usage(client):
     stream = client.chat.completions.create(
         model="structgen", messages=[{"role": "user", "content": "Ann, 7"}], max_tokens=48, stream=True,

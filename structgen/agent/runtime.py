@@ -151,10 +151,12 @@ class AgentRuntime:
     def run_turn(self, messages: Any, tools: Any = None, *, tool_choice: Any = "auto",
                  parallel_tool_calls: bool = False, max_tokens: int | None = None, temperature: float = 0.0,
                  seed: int | None = None, request_id: str | None = None, on_event: Callable | None = None,
-                 cancelled: Callable[[], bool] | None = None, execute: bool = False) -> TurnResult:
+                 cancelled: Callable[[], bool] | None = None, execute: bool = False,
+                 ground: bool = False) -> TurnResult:
         """Generate one turn for ``messages`` (text or chat messages) with ``tools`` and pass its calls through
-        the boundary. ``SpecError``/``ConfigError``/``CanvasTooSmallError`` for a bad request (before any
-        model call), :class:`TurnCancelled` when cancelled."""
+        the boundary. ``ground=True``: the calls' string arguments come from the user's messages
+        (``structgen.grounding``; a text reply stays free). ``SpecError``/``ConfigError``/``CanvasTooSmallError``
+        for a bad request (before any model call), :class:`TurnCancelled` when cancelled."""
         spec = TurnSpec(tools, tool_choice, parallel_tool_calls)
         if execute and self.executor is None:
             raise ConfigError("execute=True needs an executor: AgentRuntime(..., executor=Executor(functions))")
@@ -171,7 +173,7 @@ class AgentRuntime:
                                    "execute": execute})
         if turn.should_stop():
             self._cancel(turn, [], step=0)
-        result = self._generate(messages, spec, max_tokens, temperature, seed, turn)
+        result = self._generate(messages, spec, max_tokens, temperature, seed, turn, ground)
         tracker_payload = {"text": result.text, "valid": result.valid, "errors": result.errors, "nfe": result.nfe,
                            "steps": result.steps, "repair_rounds": result.repair_rounds}
         self._log("final", rid, tracker_payload)
@@ -209,7 +211,7 @@ class AgentRuntime:
                           completion_tokens=result.n_output_tokens, text=result.text, timings=dict(result.timings))
 
     def _generate(self, messages: Any, spec: TurnSpec, max_tokens: int, temperature: float, seed: int | None,
-                  turn: _Turn):
+                  turn: _Turn, ground: bool = False):
         model = self.generator.model
         tracker = DraftTracker(model.tokenizer)
         last = {"step": 0}
@@ -223,7 +225,7 @@ class AgentRuntime:
             if turn.should_stop():
                 raise _Abort
 
-        overrides: dict[str, Any] = {"temperature": float(temperature)}
+        overrides: dict[str, Any] = {"temperature": float(temperature), "ground": bool(ground)}
         if seed is not None:
             overrides["seed"] = int(seed)
         # one model, one caller at a time — unless the model batches concurrent callers itself

@@ -75,6 +75,9 @@ class TurnSpec(JsonSchema):
     a text-only turn. Attributes: ``tools`` (the tools offered), ``callable_tools`` (those a call may name),
     ``tool_choice`` (normalised), ``parallel_tool_calls``, ``allows_calls``, ``allows_content``."""
 
+    #: what ``ground=True`` leaves free: the text reply is the model's own words (``structgen.grounding``)
+    ground_exempt = (CONTENT_SCHEMA,)
+
     def __init__(self, tools: Any = None, tool_choice: Any = "auto", parallel_tool_calls: bool = False, *,
                  max_calls: int | None = None, in_prompt: bool = True):
         offered: tuple[Tool, ...] = as_tools(tools) if _has_tools(tools) else ()

@@ -58,6 +58,7 @@ class Plan:
     stream: bool
     drafts: bool
     include_usage: bool
+    ground: bool = False  # the extension's ground: strings from the user's messages (structgen.grounding)
 
 
 class ChatService:
@@ -102,7 +103,8 @@ class ChatService:
                     tool_choice=req.tool_choice or "auto", parallel_tool_calls=bool(req.parallel_tool_calls),
                     schema=schema, max_tokens=max_tokens, temperature=float(req.temperature or 0.0),
                     seed=int(req.seed or 0), stream=bool(req.stream), drafts=req.wants_drafts,
-                    include_usage=bool(req.stream_options and req.stream_options.include_usage))
+                    include_usage=bool(req.stream_options and req.stream_options.include_usage),
+                    ground=req.wants_ground)
 
     def _tools(self, req: ChatCompletionRequest) -> tuple[Tool, ...]:
         out = []
@@ -198,7 +200,7 @@ class ChatService:
                 plan.messages, list(plan.tools) or None, tool_choice=plan.tool_choice,
                 parallel_tool_calls=plan.parallel_tool_calls, max_tokens=plan.max_tokens,
                 temperature=plan.temperature, seed=plan.seed, request_id=plan.request_id, on_event=on_event,
-                cancelled=job.cancelled, execute=self.execute)
+                cancelled=job.cancelled, execute=self.execute, ground=plan.ground)
         except TurnCancelled as e:
             raise Cancelled(str(e)) from None
         ext = {"request_id": plan.request_id, "nfe": result.nfe, "steps": result.steps, "decisions": decisions,
@@ -231,7 +233,7 @@ class ChatService:
                                                  "messages": len(messages)})
         try:
             r = self.generator.generate(messages, spec, plan.max_tokens, on_step=on_step,
-                                        temperature=plan.temperature, seed=plan.seed)
+                                        temperature=plan.temperature, seed=plan.seed, ground=plan.ground)
             if job.cancelled():
                 raise Cancelled("the client went away")
         except Cancelled:

@@ -4,7 +4,8 @@ Rules, as OpenAI applies them: unknown fields are ignored; a known field of the 
 coercion: ``"temperature": "0.5"`` is refused, an integer is accepted where a number is expected); values
 out of range are errors. Fields that are a union in OpenAI's API (``content``, ``tool_choice``) are checked
 by one validator each, so an error names the field, not a union member. ``structgen`` is this server's
-extension: ``{"drafts": true}`` streams the draft canvases as ``structgen.draft`` events.
+extension: ``{"drafts": true}`` streams the draft canvases as ``structgen.draft`` events, ``{"ground": true}``
+takes the answer's strings from the user's messages.
 """
 
 from __future__ import annotations
@@ -86,9 +87,12 @@ class StreamOptions(_Model):
 
 
 class StructgenOptions(_Model):
-    """The server's extension field: ``drafts`` streams draft canvases (``structgen.draft`` SSE events)."""
+    """The server's extension field: ``drafts`` streams draft canvases (``structgen.draft`` SSE events);
+    ``ground`` makes the strings of a ``response_format`` answer or of the calls' arguments come from the
+    user's messages (``structgen.grounding``)."""
 
     drafts: bool = False
+    ground: bool = False
 
 
 class ChatCompletionRequest(_Model):
@@ -129,3 +133,7 @@ class ChatCompletionRequest(_Model):
     @property
     def wants_drafts(self) -> bool:
         return bool(self.stream and self.structgen is not None and self.structgen.drafts)
+
+    @property
+    def wants_ground(self) -> bool:
+        return bool(self.structgen is not None and self.structgen.ground)
