@@ -1,7 +1,7 @@
 """Would grounding allow the right answer? Each gold string value of the task data against what its request states.
 
 ``generate(..., ground=True)`` (``structgen.grounding``) restricts a free-text string to the request's
-substrings, an e-mail to its addresses, a date, date-time or patterned string to the values the request
+parts that start at a word (``constraints.quote_automaton``), an e-mail to its addresses, a date, date-time or patterned string to the values the request
 states. A gold value outside that set could never be written, so this counts, per family, split and kind of
 string, the gold values whose request states some candidate and, of those, the ones the candidates hold
 (a *miss* is a value grounding makes wrong for certain). Values of strings left ungrounded (enums, other
@@ -61,6 +61,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--json", type=Path, default=None, help="Also write the counts here.")
     args = ap.parse_args()
+    from structgen.constraints.quote_automaton import is_quoted
     from structgen.grounding import quotable
     from structgen.train.data import examples
 
@@ -80,7 +81,7 @@ def main() -> None:
                         kind, cands = kind_and_candidates(node, ex.prompt)
                         key = (fam, split, kind or "left as it is")
                         counts[key + ("values",)] += 1
-                        ok = kind is None or (v in quotable(ex.prompt) if cands is None else v in cands)
+                        ok = kind is None or (is_quoted(v, quotable(ex.prompt)) if cands is None else v in cands)
                         counts[key + ("held",)] += ok
                         if not ok and len(misses) < 12:
                             misses.append({"family": fam, "split": split, "kind": kind, "gold": v,

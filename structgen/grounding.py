@@ -6,8 +6,9 @@ lost (``"tmp/dump.sql"``) or text that is nowhere in the request at all. ``gener
 restricts the strings of a JSON Schema spec to what the request states:
 
 * a **free-text** string (``type: "string"`` with no ``enum``, ``const``, ``pattern`` or ``format``) is a
-  substring of the request, word for word, or of its request notes (``quotable``: "£4,847" notes
-  ``4847 GBP``, so a currency held as free text can be ``GBP``) (``GROUND_KEY``);
+  part of the request made of whole words (``constraints.quote_automaton``), or of its request notes'
+  values (``quotable``: "£4,847" notes ``4847 GBP``, so a currency held as free text can be ``GBP``)
+  (``GROUND_KEY``);
 * an ``email`` string is one of the request's addresses (that its ``pattern`` allows) (``GROUND_KEY``);
 * a ``date`` or ``date-time`` string is one the request states: an ISO value of its request notes
   (``structgen.request_notes``, the newest version: "January 22nd 2027" states ``2027-01-22``; one date, one
@@ -21,7 +22,7 @@ form (an airport's code for a city it only names, beside another city's code) ca
 
 How: ``ground_schema`` marks each such subschema with its keyword, whose value is the source text, so the
 spec's key (hence the constraint cache), the automaton (``constraints.grounded_dfa``: free text through the
-product with the source's suffix automaton; e-mails and stated values as alternations,
+product with the source's quote automaton; e-mails and stated values as alternations,
 ``constraints.placeholders``) and the validator (``validators/json_schema.py``: each keyword asserted; a
 failing value is a span repair redoes) all read the same schema. ``Grounded`` wraps a ``JsonSchema`` (a
 tool-call spec included) with its marked schema while the prompt, the pydantic model and ``parse`` stay the

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import structgen as sg
 from structgen.constraints import compile as compile_spec
-from structgen.constraints.grounded_dfa import SuffixAutomaton, source_bytes
+from structgen.constraints.quote_automaton import QuoteAutomaton, SuffixAutomaton, escaped, is_quoted, word_starts
 from structgen.errors import ConfigError
 from structgen.grounding import (GROUND_KEY, STATED_KEY, Grounded, emails_in, ground_schema, source_of, source_text,
                                  quotable, stated_for, stated_values)
@@ -49,7 +49,34 @@ def test_suffix_automaton_accepts_exactly_the_substrings(text, probes):
 
 
 def test_the_source_is_read_as_json_writes_it():
-    assert source_bytes('say "hi" C:\\x é') == 'say \\"hi\\" C:\\\\x é'.encode()
+    assert escaped('say "hi" C:\\x é')[0] == 'say \\"hi\\" C:\\\\x é'.encode()
+
+
+WORDS = st.text(alphabet="ab /=\"\\é\n", max_size=20)
+
+
+@HYP
+@given(WORDS, st.lists(WORDS, max_size=10))
+def test_the_quote_automaton_holds_exactly_the_parts_that_are_whole_words(text, probes):
+    """Walked over JSON bytes from the root, a value ends in a final state exactly when ``is_quoted`` says it
+    is a part of the text a grounded string may be; the automaton is no larger than the text's suffixes."""
+    qa = QuoteAutomaton.for_text(text)
+    starts = word_starts(text)
+    values = probes + [text[k:j] for k in starts for j in range(k, len(text) + 1)][:60]
+    walked = qa.walk([escaped(v)[0] for v in values])
+    for k, v in enumerate(values):
+        a = int(walked[0, k])
+        assert (a >= 0 and bool(qa.final[a])) == is_quoted(v, text), (v, text)
+
+
+def test_a_quoted_part_is_whole_words():
+    text = "Erase /tmp/dump.sql now; key=Alpenglow AG (re: Hi!) 3 chairs, “Der Weg” #A-82128 'Kickoff'"
+    for ok in ["/tmp/dump.sql", "Alpenglow AG", "Hi!", "Hi", "chairs", "Erase /tmp", "Der Weg", "A-82128",
+               "Kickoff", "/tmp/dump", ""]:
+        assert is_quoted(ok, text), ok
+    for bad in ["tmp/dump.sql", "dump.sql", "lpenglow", "/tmp/dump.sql ", "hairs", " now", "chair", "Alpen",
+                "82128"]:
+        assert not is_quoted(bad, text), bad
 
 
 # ------------------------------------------------------------------------------------------ the schema
@@ -159,7 +186,10 @@ def person(tok4k, vocab):
 @pytest.mark.parametrize("name,city,ok", [
     ("Maria Lopez", "Porto", True),
     ("Maria", "Porto.", True),
-    ("Lopez, 41, lives", "ria", True),
+    ("Lopez, 41, lives", "Porto", True),
+    ("Maria", "ria", False),  # a part starts at a word
+    ("Mar", "Porto", False),  # and ends at one
+    ("Maria ", "Porto", False),  # not with a space
     ('\\"C:\\\\Users\\\\Søren\\\\plan.txt\\"', "Porto", True),  # quotes and backslashes, JSON-escaped
     ("", "Porto", True),  # the empty string is a part of any text
     ("Maria Lopes", "Porto", False),
@@ -167,7 +197,7 @@ def person(tok4k, vocab):
     ("Maria  Lopez", "Porto", False),
     ("C:\\/Users", "Porto", False),  # an escape the source's JSON form does not use
 ])
-def test_the_product_holds_exactly_the_substrings(person, tok4k, name, city, ok):
+def test_the_product_holds_exactly_the_quotable_parts(person, tok4k, name, city, ok):
     text = '{"name": "%s", "age": 41, "city": "%s"}' % (name, city)
     assert person.engine == "automaton"
     assert _accepts(person, tok4k, text) is ok
@@ -290,9 +320,13 @@ def test_ground_with_a_given_text_and_bad_uses(tok4k):
         gen.generate("x", sg.JsonSchema(PERSON), 96, ground=3)
 
 
-def test_eval_decodes_the_grounded_mode_for_json_and_tool_calls_only(tok4k):
+def test_eval_decodes_the_grounded_mode_for_json_and_tool_calls_only(tok4k, tmp_path):
+    from structgen.train.eval_report import write_report
     from structgen.train.evaluate import evaluate
 
     model = sg.models.RandomLogits(tok4k, seed=0)
-    rows = evaluate(model, families=("tool", "alert"), n=2, modes=("grounded",))
-    assert [(r.family, r.mode) for r in rows] == [("tool", "grounded")]
+    rows = evaluate(model, families=("tool", "alert"), n=2, modes=("constrained", "grounded"))
+    assert [(r.family, r.mode) for r in rows] == [("tool", "constrained"), ("tool", "grounded"),
+                                                  ("alert", "constrained")]
+    svg = write_report(rows, tmp_path, title="t", meta={})[2].read_text()
+    assert svg.count("<title>grounded accuracy") == 1 and svg.count("<title>constrained accuracy") == 2  # no bar

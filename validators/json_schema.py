@@ -42,6 +42,7 @@ from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, specification_with
 
 from structgen.errors import GenerationError, SpecError, UnsupportedSchemaError
+from structgen.constraints.quote_automaton import is_quoted
 from structgen.grounding import GROUND_KEY, STATED_KEY, quotable, source_of, stated_for
 
 from .base import Issue, Span
@@ -171,9 +172,10 @@ def grounded_dialect(cls: type[JsonschemaValidator]) -> type[JsonschemaValidator
     stated date, date-time or patterned value one the source states."""
 
     def quoted(validator, source, instance, schema):
-        if validator.is_type(instance, "string") and isinstance(source, str) and instance not in quotable(source):
+        if validator.is_type(instance, "string") and isinstance(source, str) \
+                and not is_quoted(instance, quotable(source)):
             yield ValidationError(f"{instance!r} is not quoted from the request: a grounded string must be a "
-                                  "part of it, word for word")
+                                  "part of it, word for word, from the start of a word")
 
     def stated(validator, source, instance, schema):
         if validator.is_type(instance, "string") and isinstance(source, str):

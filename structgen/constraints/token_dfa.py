@@ -33,8 +33,19 @@ SENTINEL = "\U0010FFFD"  # a private-use character closing the regex (see TokenD
 
 
 def outlines_vocabulary(vocab: TokenVocab):
-    """outlines-core's Vocabulary for ``vocab`` (non-special tokens by their bytes, plus the sentinel as
-    the extra id ``vocab.size``), cached."""
+    """outlines-core's Vocabulary for ``vocab``, cached: non-special tokens by their bytes, the sentinel as the
+    extra id ``vocab.size``, the grounded bodies' marker as ``vocab.size + 1`` and, for every token with more
+    than one quote, its bytes up to each quote (``prefix_ids``: where ``grounded_dfa`` reads which quote opens
+    a grounded body; a prefix that is a token already is that token)."""
+    return _outlines_vocabulary(vocab)[0]
+
+
+def prefix_ids(vocab: TokenVocab) -> dict:
+    """``(token, i)`` -> the id of the token's bytes up to its quote at ``i`` (see ``outlines_vocabulary``)."""
+    return _outlines_vocabulary(vocab)[1]
+
+
+def _outlines_vocabulary(vocab: TokenVocab):
     from outlines_core import Vocabulary
 
     with _LOCK:
@@ -46,7 +57,18 @@ def outlines_vocabulary(vocab: TokenVocab):
                     by_bytes.setdefault(b, []).append(i)
             by_bytes.setdefault(SENTINEL.encode(), []).append(vocab.size)
             by_bytes.setdefault(MARK.encode(), []).append(vocab.size + 1)  # grounded bodies (grounded_dfa)
-            v = Vocabulary(vocab.eos_id, by_bytes)
+            prefixes: dict[tuple[int, int], int] = {}
+            next_id = vocab.size + 2
+            for i, b in enumerate(vocab.token_bytes):
+                if vocab.special[i] or b.count(b'"') < 2:
+                    continue
+                for q in (k for k, c in enumerate(b) if c == 0x22):
+                    head = b[: q + 1]
+                    if head not in by_bytes:
+                        by_bytes[head] = [next_id]
+                        next_id += 1
+                    prefixes[(i, q)] = by_bytes[head][0]
+            v = (Vocabulary(vocab.eos_id, by_bytes), prefixes)
             _VOCAB_CACHE[vocab] = v
         return v
 
@@ -111,7 +133,8 @@ class TokenDFA:
         if MARK in regex:
             if ground is None:
                 raise AutomatonUnsupported("the regex marks grounded strings but no source text was given")
-            trans, initial, accepting = ground_transitions(trans, initial, accepting, ground, vocab, sentinel + 1)
+            trans, initial, accepting = ground_transitions(trans, initial, accepting, ground, vocab, sentinel + 1,
+                                                           prefix_ids(vocab))
             if len(trans) > MAX_STATES:
                 raise AutomatonUnsupported(f"{len(trans)} automaton states with the grounded strings "
                                            f"(more than {MAX_STATES})")

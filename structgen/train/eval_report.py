@@ -49,8 +49,8 @@ def write_report(rows: list[Row], out_dir: str | Path, *, title: str, meta: dict
     by = {(r.family, r.mode): r for r in rows}
     series = {}
     for m in modes:
-        series[f"{m} accuracy"] = [by[(f, m)].accuracy if (f, m) in by else 0.0 for f in families]
+        series[f"{m} accuracy"] = [by[(f, m)].accuracy if (f, m) in by else None for f in families]
     for m in modes:
-        series[f"{m} valid"] = [by[(f, m)].valid if (f, m) in by else 0.0 for f in families]
+        series[f"{m} valid"] = [by[(f, m)].valid if (f, m) in by else None for f in families]
     write_atomic(out / "eval.svg", grouped_bars_svg(families, series, title=title, width=980))
     return [out / "eval.json", out / "eval.md", out / "eval.svg"]

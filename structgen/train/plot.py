@@ -16,10 +16,19 @@ PALETTE = ["#2b6cb0", "#c05621", "#2f855a", "#90cdf4", "#fbd38d", "#9ae6b4", "#6
 
 def grouped_bars_svg(groups: list[str], series: dict[str, list[float]], *, title: str,
                      percent: bool = True, width: int = 760, height: int = 320) -> str:
-    """One group of bars per entry of ``groups``; ``series`` maps a legend label to one value per group."""
-    left, right, top, bottom = 48, 16, 40, 56
+    """One group of bars per entry of ``groups``; ``series`` maps a legend label to one value per group (None:
+    no bar, e.g. a decoding mode a family has no row for). The legend wraps onto as many rows as it needs."""
+    left, right, top = 48, 16, 40
+    legend, lx, row = [], left, 0  # (x, row) of each legend entry
+    for name in series:
+        need = 24 + 8 * len(name)
+        if lx > left and lx + need > width - right:
+            lx, row = left, row + 1
+        legend.append((lx, row))
+        lx += need
+    bottom = 40 + 18 * (row + 1)
     plot_w, plot_h = width - left - right, height - top - bottom
-    top_value = 1.0 if percent else max([v for vs in series.values() for v in vs] + [1e-9]) * 1.1
+    top_value = 1.0 if percent else max([v for vs in series.values() for v in vs if v is not None] + [1e-9]) * 1.1
     n_series = max(1, len(series))
     group_w = plot_w / max(1, len(groups))
     bar_w = group_w * 0.8 / n_series
@@ -36,7 +45,9 @@ def grouped_bars_svg(groups: list[str], series: dict[str, list[float]], *, title
     for gi, g in enumerate(groups):
         x0 = left + gi * group_w + group_w * 0.1
         for si, (name, values) in enumerate(series.items()):
-            v = values[gi] if gi < len(values) else 0.0
+            v = values[gi] if gi < len(values) else None
+            if v is None:
+                continue
             h = plot_h * min(max(v, 0.0), top_value) / top_value
             x = x0 + si * bar_w
             tip = f"{v:.1%}" if percent else f"{v:.3g}"
@@ -44,11 +55,10 @@ def grouped_bars_svg(groups: list[str], series: dict[str, list[float]], *, title
                        f'fill="{PALETTE[si % len(PALETTE)]}"><title>{html.escape(name)}: {tip}</title></rect>')
         out.append(f'<text x="{left + gi * group_w + group_w / 2:.1f}" y="{top + plot_h + 18}" '
                    f'text-anchor="middle">{html.escape(g)}</text>')
-    lx = left
-    for si, name in enumerate(series):
-        out.append(f'<rect x="{lx}" y="{height - 22}" width="12" height="12" fill="{PALETTE[si % len(PALETTE)]}"/>')
-        out.append(f'<text x="{lx + 16}" y="{height - 12}">{html.escape(name)}</text>')
-        lx += 24 + 8 * len(name)
+    for si, (name, (lx, row)) in enumerate(zip(series, legend)):
+        y = top + plot_h + 32 + 18 * row
+        out.append(f'<rect x="{lx}" y="{y}" width="12" height="12" fill="{PALETTE[si % len(PALETTE)]}"/>')
+        out.append(f'<text x="{lx + 16}" y="{y + 10}">{html.escape(name)}</text>')
     out.append("</svg>")
     return "\n".join(out)
 

@@ -1,0 +1,211 @@
+"""What a grounded string may say: the parts of a text made of whole words, as an automaton over JSON bytes.
+
+``structgen.grounding`` makes a free-text value a part of the request. Any substring would allow a path
+without its first ``/`` (``"tmp/dump.sql"`` out of ``/tmp/dump.sql``), a value cut inside a word (``"LE:
+2012 Škoda"`` out of ``SALE: 2012 Škoda``, ``"Le"`` out of ``Lead Designer``) or one with a space at its end,
+all of which run 11 wrote. So a quoted part must **start at a word** (the text's first character, or one
+after whitespace or after punctuation that is not a ``JOINERS`` character: ``/tmp`` starts at its ``/``,
+never at ``tmp``; ``#A-82128`` at ``A``) and **end at a word's end** (after a character that is not
+whitespace, where a letter or digit is not followed by another). ``chair`` out of ``chairs`` is therefore not
+a quote: a singular is a conversion. ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it over the
+text as a JSON string body writes it (escaped, UTF-8), for ``grounded_dfa``'s product:
+
+* the trie of the escaped suffixes that start at a word, minimised by merging nodes with the same
+  finality and the same children (a suffix trie's tails are shared, so this stays a few times the text's
+  length, not its square); ``final`` marks where a value may end (and the empty value);
+* for a text whose trie would pass ``MAX_TRIE`` nodes (a long document passed as ``ground=``), the suffix
+  automaton of every substring instead (``SuffixAutomaton``, at most ``2n`` states, every state final), and
+  ``is_quoted`` is then plain ``in``: ``word_rule`` says which.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import numpy as np
+
+JOINERS = "/\\.-_@"  # characters inside a word or a path: a part does not start right after one
+MAX_TRIE = 200_000  # trie nodes (bytes from every word start): past this, the suffix automaton instead
+
+
+@functools.lru_cache(maxsize=256)
+def word_starts(text: str) -> tuple[int, ...]:
+    """The indices where a quoted part of ``text`` may start (module doc)."""
+    return tuple(k for k, c in enumerate(text) if not c.isspace() and (k == 0 or _opens(text[k - 1])))
+
+
+def _opens(prev: str) -> bool:
+    """Whether a part may start right after ``prev``: whitespace, or punctuation that is not a joiner."""
+    return prev.isspace() or not (prev.isalnum() or prev in JOINERS)
+
+
+def _ends(text: str, j: int) -> bool:
+    """Whether a part may end just before index ``j``: after a character that is not whitespace, at the end
+    of a word (what follows is not a letter or digit)."""
+    return not text[j - 1].isspace() and (j == len(text) or not (text[j].isalnum() and text[j - 1].isalnum()))
+
+
+@functools.lru_cache(maxsize=256)
+def word_rule(text: str) -> bool:
+    """Whether ``text`` is held to the word-start rule: its trie (the JSON bytes from every word start) fits
+    ``MAX_TRIE``."""
+    data, offsets, _ = escaped(text)
+    return sum(len(data) - offsets[k] for k in word_starts(text)) <= MAX_TRIE
+
+
+def is_quoted(value: str, text: str) -> bool:
+    """Whether ``value`` is a part of ``text`` a grounded string may be (module doc)."""
+    if not value:
+        return True
+    if not word_rule(text):
+        return value in text
+    return any(text.startswith(value, k) and _ends(text, k + len(value)) for k in word_starts(text))
+
+
+def escaped(text: str) -> tuple[bytes, list[int], list[bool]]:
+    """``text`` as a JSON string body (bytes), the byte offset where each character starts, and for each
+    character whether it is whitespace."""
+    out, offsets, space = bytearray(), [], []
+    for c in text:
+        offsets.append(len(out))
+        out += json.dumps(c, ensure_ascii=False)[1:-1].encode("utf-8")
+        space.append(c.isspace())
+    return bytes(out), offsets, space
+
+
+class QuoteAutomaton:
+    """``table`` ``[A, 256]`` int32 (-1: nowhere) and ``final`` ``[A]`` bool over the JSON bytes of ``text``;
+    state 0 is the empty value (module doc)."""
+
+    def __init__(self, table: np.ndarray, final: np.ndarray):
+        self.table, self.final = table, final
+
+    @property
+    def n_states(self) -> int:
+        return self.table.shape[0]
+
+    @classmethod
+    def for_text(cls, text: str) -> "QuoteAutomaton":
+        if not word_rule(text):
+            sa = SuffixAutomaton(escaped(text)[0])
+            return cls(sa.table, np.ones(sa.n_states, dtype=bool))
+        data, offsets, _ = escaped(text)
+        ends = {}  # byte index just past a character -> whether a value may end there
+        for k in range(len(offsets)):
+            ends[offsets[k + 1] if k + 1 < len(offsets) else len(data)] = _ends(text, k + 1)
+        children: list[dict[int, int]] = [{}]
+        final = [True]
+        for k in word_starts(text):
+            node = 0
+            for p in range(offsets[k], len(data)):
+                nxt = children[node].get(data[p])
+                if nxt is None:
+                    nxt = len(children)
+                    children[node][data[p]] = nxt
+                    children.append({})
+                    final.append(False)
+                final[nxt] = final[nxt] or ends.get(p + 1, False)  # any occurrence that ends at a word's end
+                node = nxt
+        return cls(*_minimised(children, final))
+
+    def walk(self, parts: list[bytes]) -> np.ndarray:
+        """``[A, len(parts)]``: the state after each byte string from every state (-1: not a continuation)."""
+        return _walk(self.table, parts)
+
+
+def _minimised(children: list[dict[int, int]], final: list[bool]) -> tuple[np.ndarray, np.ndarray]:
+    """The trie's minimal automaton: nodes with the same finality and the same children are one state."""
+    order, stack, seen = [], [0], set()
+    while stack:  # children before parents
+        node = stack.pop()
+        if node in seen:
+            order.append(node)
+            continue
+        seen.add(node)
+        stack.append(node)
+        stack.extend(children[node].values())
+    canon: dict[int, int] = {}
+    ids: dict[tuple, int] = {}
+    rows: list[dict[int, int]] = []
+    for node in order:
+        if node in canon:
+            continue
+        sig = (final[node], tuple(sorted((b, canon[c]) for b, c in children[node].items())))
+        if sig not in ids:
+            ids[sig] = len(rows)
+            rows.append(dict(sig[1]))
+        canon[node] = ids[sig]
+    root = canon[0]  # renumber so that the root is state 0
+    perm = {root: 0, **{s: i + 1 for i, s in enumerate(s for s in range(len(rows)) if s != root)}}
+    table = np.full((len(rows), 256), -1, dtype=np.int32)
+    fin = np.zeros(len(rows), dtype=bool)
+    for sig, s in ids.items():
+        fin[perm[s]] = sig[0]
+        for b, c in sig[1]:
+            table[perm[s], b] = perm[c]
+    return table, fin
+
+
+def _walk(table: np.ndarray, parts: list[bytes]) -> np.ndarray:
+    A = table.shape[0]
+    if not parts:
+        return np.zeros((A, 0), dtype=np.int32)
+    width = max(len(p) for p in parts)
+    pad = np.zeros((len(parts), max(1, width)), dtype=np.int64)
+    lens = np.array([len(p) for p in parts])
+    for i, p in enumerate(parts):
+        pad[i, : len(p)] = np.frombuffer(p, dtype=np.uint8)
+    cur = np.repeat(np.arange(A, dtype=np.int32)[:, None], len(parts), axis=1)
+    grid = np.vstack([table, np.full((1, 256), -1, dtype=np.int32)])  # row -1: dead stays dead
+    for k in range(width):
+        step = grid[cur, pad[:, k][None, :]]
+        cur = np.where((k < lens)[None, :], step, cur)
+    return cur
+
+
+class SuffixAutomaton:
+    """The minimal automaton of every substring of ``data`` (bytes); ``table`` is ``[A, 256]`` int32 with -1
+    where a byte leads nowhere. State 0 is the empty substring."""
+
+    def __init__(self, data: bytes):
+        nxt: list[dict[int, int]] = [{}]
+        link, length = [-1], [0]
+        last = 0
+        for b in data:
+            cur = len(nxt)
+            nxt.append({})
+            link.append(-1)
+            length.append(length[last] + 1)
+            p = last
+            while p != -1 and b not in nxt[p]:
+                nxt[p][b] = cur
+                p = link[p]
+            if p == -1:
+                link[cur] = 0
+            else:
+                q = nxt[p][b]
+                if length[p] + 1 == length[q]:
+                    link[cur] = q
+                else:
+                    clone = len(nxt)
+                    nxt.append(dict(nxt[q]))
+                    link.append(link[q])
+                    length.append(length[p] + 1)
+                    while p != -1 and nxt[p].get(b) == q:
+                        nxt[p][b] = clone
+                        p = link[p]
+                    link[q] = link[cur] = clone
+            last = cur
+        self.table = np.full((len(nxt), 256), -1, dtype=np.int32)
+        for s, edges in enumerate(nxt):
+            if edges:
+                self.table[s, list(edges)] = list(edges.values())
+
+    @property
+    def n_states(self) -> int:
+        return self.table.shape[0]
+
+    def walk(self, parts: list[bytes]) -> np.ndarray:
+        """``[A, len(parts)]``: the state after each byte string from every state (-1: not a continuation)."""
+        return _walk(self.table, parts)
