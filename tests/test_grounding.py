@@ -203,6 +203,37 @@ def test_the_product_holds_exactly_the_quotable_parts(person, tok4k, name, city,
     assert _accepts(person, tok4k, text) is ok
 
 
+def test_tokens_that_hold_quotes_are_checked_string_by_string(tok4k, vocab):
+    """``","`` closes one grounded value and opens the next in one token; ``":"`` ends a key and opens a value:
+    each string such a token holds, and each it starts or ends, is grounded all the same."""
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+              "required": ["a", "b"], "additionalProperties": False}
+    c = compile_spec(Grounded(sg.JsonSchema(schema), "Oslo and Bergen"), vocab)
+    ok = '{"a":"Oslo","b":"Bergen"}'
+    pieces = [tok4k.decode([i]) for i in tok4k(ok, add_special_tokens=False)["input_ids"]]
+    assert any(p.count('"') >= 2 for p in pieces), pieces  # the case under test is there
+    assert _accepts(c, tok4k, ok) and _accepts(c, tok4k, '{"a":"Bergen","b":""}')
+    for bad in ['{"a":"Oslo","b":"Bergenx"}', '{"a":"Osl","b":"Bergen"}', '{"a":"x","b":"Bergen"}']:
+        assert not _accepts(c, tok4k, bad), bad
+
+
+def test_a_token_that_holds_a_whole_value_is_grounded_too(tok4k):
+    """A vocabulary with ``"Oslo"`` and ``"Lima"`` as single tokens (quotes included): the first is a value the
+    request states, the second is not, though no state of the DFA is ever inside its body."""
+    import copy
+
+    from structgen.constraints.vocab import TokenVocab
+
+    tok = copy.deepcopy(tok4k)
+    tok.add_tokens(['"Oslo"', '"Lima"'])
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    c = compile_spec(Grounded(sg.JsonSchema(schema), "fly to Oslo"), TokenVocab.of(tok))
+    for text, ok in [('{"a":"Oslo"}', True), ('{"a":"Lima"}', False)]:
+        ids = tok(text, add_special_tokens=False)["input_ids"]
+        assert text[5:11] in [tok.decode([i]) for i in ids]  # the value is one token
+        assert _accepts(c, tok, text) is ok
+
+
 def test_emails_are_one_of_the_addresses_in_the_request(tok4k, vocab):
     schema = {"type": "object", "properties": {"to": {"type": "array", "items": {"type": "string", "format": "email"},
                                                       "minItems": 1}}, "required": ["to"]}
