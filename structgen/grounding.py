@@ -200,6 +200,9 @@ class Grounded(JsonSchema):
                               "leave ground off for regexes, grammars and choices")
         if not isinstance(source, str):
             raise ConfigError(f"the grounding source must be text, got {type(source).__name__}")
+        if not source.strip():
+            raise ConfigError("ground=True needs text to quote from, and the prompt has none (no user message "
+                              "with text); pass the text as ground=\"...\" or leave ground off")
         while isinstance(inner, Grounded):
             inner = inner.inner
         marked = ground_schema(inner.schema, source, tuple(getattr(inner, "ground_exempt", ())))

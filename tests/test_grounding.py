@@ -349,6 +349,9 @@ def test_ground_with_a_given_text_and_bad_uses(tok4k):
         gen.generate("x", sg.Regex("[a-z]+"), 8, ground=True)
     with pytest.raises(ConfigError, match="ground must be"):
         gen.generate("x", sg.JsonSchema(PERSON), 96, ground=3)
+    with pytest.raises(ConfigError, match="needs text to quote from"):
+        gen.generate([{"role": "system", "content": "be brief"}, {"role": "user", "content": " "}],
+                     sg.JsonSchema(PERSON), 96, ground=True)
 
 
 def test_eval_decodes_the_grounded_mode_for_json_and_tool_calls_only(tok4k, tmp_path):

@@ -175,7 +175,7 @@ def grounded_dialect(cls: type[JsonschemaValidator]) -> type[JsonschemaValidator
         if validator.is_type(instance, "string") and isinstance(source, str) \
                 and not is_quoted(instance, quotable(source)):
             yield ValidationError(f"{instance!r} is not quoted from the request: a grounded string must be a "
-                                  "part of it, word for word, from the start of a word")
+                                  "part of it made of whole words")
 
     def stated(validator, source, instance, schema):
         if validator.is_type(instance, "string") and isinstance(source, str):

@@ -97,7 +97,8 @@ def ground_transitions(trans: dict, initial: int, accepting, source: str, vocab,
         s2 = trans[s][t]
         b = tok[t]
         for k in range(len(q) - 1):  # the part between quotes k and k+1 is a string when quote k opens one
-            x = trans[s].get(prefix_ids.get((t, q[k]), -1)) if (t, q[k]) in prefix_ids else None
+            pid = prefix_ids.get((t, q[k]))
+            x = trans[s].get(pid) if pid is not None else None
             if x is None:
                 return None  # no way to tell: not allowed
             if x in body and not whole(b[q[k] + 1: q[k + 1]]):

@@ -169,7 +169,7 @@ def substitute(schema):
 def _grounded_regex(node: dict) -> str:
     """A grounded string's regex (``structgen.grounding``): one of the values the source states for a stated
     one, one of its e-mail addresses for an ``email`` string, else the marked body whose product with the
-    source's suffix automaton ``grounded_dfa`` takes. Values are written as JSON writes them."""
+    source's quote automaton ``grounded_dfa`` takes. Values are written as JSON writes them."""
     from ..grounding import emails_in, stated_for
     from .grounded_dfa import body_regex
 

@@ -108,7 +108,7 @@ class TokenDFA:
     @classmethod
     def from_regex(cls, regex: str, vocab: TokenVocab, *, ground: str | None = None) -> "TokenDFA":
         """Build the token DFA of ``regex`` over ``vocab``; with ``ground`` (the source text), the bodies
-        the regex marks (``grounded_dfa.MARK``) may only hold substrings of it.
+        the regex marks (``grounded_dfa.MARK``) may only hold parts of it made of whole words (``grounded_dfa``).
 
         outlines-core 0.2 drops token transitions that leave an accepting state when the token's first byte
         could end the match (``a(bc)?`` has no ``b`` after ``a``, so "1.5" tokenised 1|.|5 is rejected as a

@@ -90,9 +90,9 @@ class Generator:
                  ground: bool | str = False, **overrides) -> Result:
         """Generate output for ``prompt`` (text or chat messages) that satisfies ``spec``.
 
-        ``ground=True`` (JSON Schema specs and tool calls) makes every free-text string a word-for-word part
-        of the prompt's text, and every e-mail string one of its addresses (``structgen.grounding``); a
-        string ``ground`` is the text to quote from instead.
+        ``ground=True`` (JSON Schema specs and tool calls) makes every free-text string a part of the prompt's
+        text made of whole words, and every e-mail, date and patterned string one the prompt states
+        (``structgen.grounding``); a string ``ground`` is the text to quote from instead.
 
         ``constrained=False`` is the baseline for evaluations: the same prompt (``spec.render_prompt``) and
         sampler, but any text may be written (only special tokens are excluded and the EOS tail kept), no

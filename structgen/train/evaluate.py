@@ -5,8 +5,8 @@ Modes (one model, the same prompts):
 * ``constrained`` — the spec's constraint, Fast-dLLM threshold commits (``threshold=0.9``), repair;
 * ``unconstrained`` — the same sampler with no constraint (any text, EOS tail; no repair), validated after;
 * ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference;
-* ``grounded`` — constrained with ``ground=True``: every free-text string a part of the request, word for
-  word (``structgen.grounding``); JSON extraction and tool calls only (SQL and alert rules have no
+* ``grounded`` — constrained with ``ground=True``: every free-text string a part of the request made of
+  whole words, every e-mail, date and patterned string one it states (``structgen.grounding``); JSON extraction and tool calls only (SQL and alert rules have no
   free-text strings to quote), so those families get no row for it.
 
 Scores per family: **validity** (every validator of the spec passes) and **fallback** (the share of answers
