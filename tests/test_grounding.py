@@ -69,6 +69,23 @@ def test_the_quote_automaton_holds_exactly_the_parts_that_are_whole_words(text, 
         assert (a >= 0 and bool(qa.final[a])) == is_quoted(v, text), (v, text)
 
 
+def test_a_long_document_is_held_to_substrings_by_the_suffix_automaton(monkeypatch):
+    """Past ``MAX_TRIE`` trie nodes the word rule gives way to every substring, in the automaton and in
+    ``is_quoted`` alike."""
+    import structgen.constraints.quote_automaton as qa_mod
+
+    text = "Erase /tmp/dump.sql now"
+    monkeypatch.setattr(qa_mod, "MAX_TRIE", 10)
+    qa_mod.word_rule.cache_clear()
+    try:
+        qa = QuoteAutomaton.for_text(text)
+        assert qa.final.all() and is_quoted("tmp/dump", text) and not is_quoted("tmp/dumps", text)
+        walked = qa.walk([b"tmp/dump", b"tmp/dumps"])
+        assert walked[0, 0] >= 0 and walked[0, 1] < 0
+    finally:
+        qa_mod.word_rule.cache_clear()
+
+
 def test_a_quoted_part_is_whole_words():
     text = "Erase /tmp/dump.sql now; key=Alpenglow AG (re: Hi!) 3 chairs, “Der Weg” #A-82128 'Kickoff'"
     for ok in ["/tmp/dump.sql", "Alpenglow AG", "Hi!", "Hi", "chairs", "Erase /tmp", "Der Weg", "A-82128",

@@ -50,7 +50,7 @@ def _ends(text: str, j: int) -> bool:
 def word_rule(text: str) -> bool:
     """Whether ``text`` is held to the word-start rule: its trie (the JSON bytes from every word start) fits
     ``MAX_TRIE``."""
-    data, offsets, _ = escaped(text)
+    data, offsets = escaped(text)
     return sum(len(data) - offsets[k] for k in word_starts(text)) <= MAX_TRIE
 
 
@@ -63,15 +63,14 @@ def is_quoted(value: str, text: str) -> bool:
     return any(text.startswith(value, k) and _ends(text, k + len(value)) for k in word_starts(text))
 
 
-def escaped(text: str) -> tuple[bytes, list[int], list[bool]]:
-    """``text`` as a JSON string body (bytes), the byte offset where each character starts, and for each
-    character whether it is whitespace."""
-    out, offsets, space = bytearray(), [], []
+def escaped(text: str) -> tuple[bytes, list[int]]:
+    """``text`` as a JSON string body writes it (escaped, UTF-8) and the byte offset where each character
+    starts."""
+    out, offsets = bytearray(), []
     for c in text:
         offsets.append(len(out))
         out += json.dumps(c, ensure_ascii=False)[1:-1].encode("utf-8")
-        space.append(c.isspace())
-    return bytes(out), offsets, space
+    return bytes(out), offsets
 
 
 class QuoteAutomaton:
@@ -90,7 +89,7 @@ class QuoteAutomaton:
         if not word_rule(text):
             sa = SuffixAutomaton(escaped(text)[0])
             return cls(sa.table, np.ones(sa.n_states, dtype=bool))
-        data, offsets, _ = escaped(text)
+        data, offsets = escaped(text)
         ends = {}  # byte index just past a character -> whether a value may end there
         for k in range(len(offsets)):
             ends[offsets[k + 1] if k + 1 < len(offsets) else len(data)] = _ends(text, k + 1)
