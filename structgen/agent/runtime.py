@@ -170,7 +170,7 @@ class AgentRuntime:
         turn = _Turn(rid, on_event, cancelled)
         self._log("request", rid, {"tools": [t.name for t in spec.callable_tools], "tool_choice": spec.tool_choice,
                                    "parallel_tool_calls": spec.parallel_tool_calls, "max_tokens": max_tokens,
-                                   "execute": execute})
+                                   "execute": execute, "ground": bool(ground)})
         if turn.should_stop():
             self._cancel(turn, [], step=0)
         result = self._generate(messages, spec, max_tokens, temperature, seed, turn, ground)
