@@ -47,26 +47,32 @@ _TEXT_KEYS = {"type", "minLength", "maxLength", "description", "title", "default
 _DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title", GROUND_KEY, STATED_KEY}
 _EDGES = ".,;:!?()[]{}'\"`"  # punctuation around a word
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-# the automaton's e-mail form (constraints.placeholders): a dot-atom local part and a host name
-_ATOM = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+"
-_LABEL = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?"
-_EMAIL = re.compile(rf"{_ATOM}(?:\.{_ATOM})*@(?:{_LABEL}\.)+{_LABEL}")
+
+
+@functools.lru_cache(maxsize=256)
+def noted(source: str) -> tuple[str, ...]:
+    """The distinct values of ``source``'s request notes (the newest version of ``structgen.request_notes``),
+    in order: what every stated-value rule and ``quotable`` read beside the text."""
+    from .request_notes import notes
+
+    return tuple(dict.fromkeys(n[2] for n in notes(source)))
 
 
 @functools.lru_cache(maxsize=256)
 def quotable(source: str) -> str:
-    """The text a free-text string may quote: ``source``, then its request notes' values one per line (the
-    newest version of ``structgen.request_notes``), so that a currency code a field holds as free text
-    ("£4,847" notes ``4847 GBP``) is a part of it too, while every span of ``source`` stays whole."""
-    from .request_notes import notes
-
-    return "\n".join([source, *dict.fromkeys(n[2] for n in notes(source))])
+    """The text a free-text string may quote: ``source``, then its request notes' values one per line, so
+    that a currency code a field holds as free text ("£4,847" notes ``4847 GBP``) is a part of it too, while
+    every span of ``source`` stays whole."""
+    return "\n".join([source, *noted(source)])
 
 
 def emails_in(source: str, pattern: str | None = None) -> list[str]:
-    """The e-mail addresses in ``source`` in order of first appearance, as the automaton's form reads them
-    (those ``pattern`` matches, as JSON Schema's ``pattern`` does, when one is given)."""
-    found = dict.fromkeys(m.group(0) for m in _EMAIL.finditer(source))
+    """The e-mail addresses in ``source`` in order of first appearance, in the automaton's own e-mail form
+    (``constraints.placeholders``; those ``pattern`` matches, as JSON Schema's ``pattern`` does, when one is
+    given)."""
+    from .constraints.placeholders import EMAIL
+
+    found = dict.fromkeys(m.group(0) for m in re.finditer(EMAIL, source))
     return [e for e in found if pattern is None or re.search(pattern, e)]
 
 
@@ -79,23 +85,19 @@ def stated_values(source: str, fmt: str) -> list[str]:
     """The ``fmt`` values (``date`` or ``date-time``) ``source`` states: its request notes' ISO values
     (``structgen.request_notes``, the newest version: "February 22nd 2027" -> ``2027-02-22``; a date-time
     when it states one date, one time and one UTC offset) and the ISO values written in it, in order."""
-    from .request_notes import notes
-
     rx = _ISO[fmt]
-    found = [m.group(0) for iso in [n[2] for n in notes(source)] + [source] for m in rx.finditer(iso)]
+    found = [m.group(0) for iso in [*noted(source), source] for m in rx.finditer(iso)]
     return [v for v in dict.fromkeys(found) if _valid(v, fmt)]
 
 
 def stated_for(node: dict, source: str) -> list[str]:
     """The values ``source`` states for a ``date``/``date-time`` subschema (those its ``pattern`` allows) or a
     ``pattern`` string (its words and its notes' values that the pattern matches), in order."""
-    from .request_notes import notes
-
     pattern = node.get("pattern")
     if "format" in node:
         found = stated_values(source, node["format"])
     else:
-        texts = [n[2] for n in notes(source)] + [source]
+        texts = [*noted(source), source]
         found = [w for t in texts for w in re.findall(r"\w+", t) + [x.strip(_EDGES) for x in t.split()]]
     try:
         return [v for v in dict.fromkeys(found) if v and (pattern is None or re.search(pattern, v))]

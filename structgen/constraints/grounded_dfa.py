@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .quote_automaton import QuoteAutomaton, escaped
+from .quote_automaton import QuoteAutomaton
 
 MARK = "\uE001"  # private use: no token holds it
 QUOTE, BACKSLASH = 0x22, 0x5C
@@ -80,7 +80,7 @@ def ground_transitions(trans: dict, initial: int, accepting, source: str, vocab,
     if not body:
         return {s: {t: x for t, x in tr.items() if t < V} for s, tr in trans.items()}, initial, accepting
     qa = QuoteAutomaton.for_text(quotable(source))
-    text = escaped(quotable(source))[0]  # every part a body may hold is a substring of it: a cheap filter
+    text = qa.data  # every part a body may hold is a substring of it: a cheap filter
     tok = vocab.token_bytes
     quote_ids = [i for i, b in enumerate(tok) if b == b'"']
     # a body state after a backslash reads a quote as part of the body
@@ -118,14 +118,15 @@ def ground_transitions(trans: dict, initial: int, accepting, source: str, vocab,
                 if t >= V:
                     continue
                 q = quotes(tok[t], s in escape)
-                if not q and s2 not in body or (tok[t][: q[0]] if q else tok[t]) not in text:
+                part = tok[t][: q[0]] if q else tok[t]  # the bytes that continue this body
+                if not q and s2 not in body or part not in text:
                     continue
                 rest = after(s, t, q) if q else ("g",)
                 if rest is None:
                     continue
                 toks.append(t)
                 targets.append(rest if q else ("g", None, s2))
-                parts.append(tok[t][: q[0]] if q else tok[t])
+                parts.append(part)
                 closing.append(bool(q))
             w = qa.walk(parts)
             shut = np.array(closing, dtype=bool)

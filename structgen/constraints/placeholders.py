@@ -35,9 +35,9 @@ _OFFSET = r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
 _ATOM = r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+"
 _LABEL = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
 _OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_EMAIL = rf"{_ATOM}(\.{_ATOM})*@(({_LABEL}\.)+{_LABEL}|\[({_OCTET}\.){{3}}{_OCTET}\])"
+EMAIL = rf"{_ATOM}(\.{_ATOM})*@(({_LABEL}\.)+{_LABEL}|\[({_OCTET}\.){{3}}{_OCTET}\])"  # grounding.emails_in too
 FORMATS = {"date-time": f'"{_DATE}T{_TIME}{_OFFSET}"', "date": f'"{_DATE}"', "time": f'"{_TIME}"',
-           "email": f'"{_EMAIL}"'}
+           "email": f'"{EMAIL}"'}
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_\- ]*")
 _ANNOTATIONS = {"description", "title", "default", "examples", "$comment"}
 _NONNEG_NUMBER = r"(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-][0-9]+)?"

@@ -74,11 +74,11 @@ def escaped(text: str) -> tuple[bytes, list[int]]:
 
 
 class QuoteAutomaton:
-    """``table`` ``[A, 256]`` int32 (-1: nowhere) and ``final`` ``[A]`` bool over the JSON bytes of ``text``;
-    state 0 is the empty value (module doc)."""
+    """``table`` ``[A, 256]`` int32 (-1: nowhere) and ``final`` ``[A]`` bool over ``data``, the JSON bytes of
+    the text; state 0 is the empty value (module doc)."""
 
-    def __init__(self, table: np.ndarray, final: np.ndarray):
-        self.table, self.final = table, final
+    def __init__(self, table: np.ndarray, final: np.ndarray, data: bytes):
+        self.table, self.final, self.data = table, final, data
 
     @property
     def n_states(self) -> int:
@@ -86,10 +86,10 @@ class QuoteAutomaton:
 
     @classmethod
     def for_text(cls, text: str) -> "QuoteAutomaton":
-        if not word_rule(text):
-            sa = SuffixAutomaton(escaped(text)[0])
-            return cls(sa.table, np.ones(sa.n_states, dtype=bool))
         data, offsets = escaped(text)
+        if not word_rule(text):
+            sa = SuffixAutomaton(data)
+            return cls(sa.table, np.ones(sa.n_states, dtype=bool), data)
         ends = {}  # byte index just past a character -> whether a value may end there
         for k in range(len(offsets)):
             ends[offsets[k + 1] if k + 1 < len(offsets) else len(data)] = _ends(text, k + 1)
@@ -106,7 +106,7 @@ class QuoteAutomaton:
                     final.append(False)
                 final[nxt] = final[nxt] or ends.get(p + 1, False)  # any occurrence that ends at a word's end
                 node = nxt
-        return cls(*_minimised(children, final))
+        return cls(*_minimised(children, final), data)
 
     def walk(self, parts: list[bytes]) -> np.ndarray:
         """``[A, len(parts)]``: the state after each byte string from every state (-1: not a continuation)."""
