@@ -1,9 +1,9 @@
-"""Would grounding allow the right answer? Each gold string value of the task data against what its request states.
+"""Would grounding allow the right answer? Each gold string and number of the task data against what its request states.
 
 ``generate(..., ground=True)`` (``structgen.grounding``) restricts a free-text string to the request's
-parts that start at a word (``constraints.quote_automaton``), an e-mail to its addresses, a date, date-time or patterned string to the values the request
-states. A gold value outside that set could never be written, so this counts, per family, split and kind of
-string, the gold values whose request states some candidate and, of those, the ones the candidates hold
+parts that start at a word (``constraints.quote_automaton``), an e-mail to its addresses, a date, date-time,
+patterned string or number to the values the request states. A gold value outside that set could never be written, so this counts, per family, split and kind of
+value, the gold values whose request states some candidate and, of those, the ones the candidates hold
 (a *miss* is a value grounding makes wrong for certain). Values of strings left ungrounded (enums, other
 formats, nothing stated) are counted apart. No model; figures only, nothing is asserted.
 
@@ -32,12 +32,13 @@ def kind_and_candidates(node: dict, source: str):
             return "email", emails_in(source, node.get("pattern"))
         return "free text", None
     if statable(node, source):
-        return node.get("format") or "pattern", stated_for(node, source)
+        kind = node.get("format") or ("pattern" if "pattern" in node else "number")
+        return kind, stated_for(node, source)
     return None, None
 
 
 def leaves(schema: dict, value, root: dict):
-    """(subschema, string value) for every string of ``value`` whose subschema is found by properties/items."""
+    """(subschema, value) for every string and number of ``value`` whose subschema is found by properties/items."""
     if isinstance(schema, dict) and "$ref" in schema:
         node = root
         for part in schema["$ref"].lstrip("#/").split("/"):
@@ -51,7 +52,7 @@ def leaves(schema: dict, value, root: dict):
     elif isinstance(value, list):
         for v in value:
             yield from leaves(schema.get("items", {}), v, root)
-    elif isinstance(value, str):
+    elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
         yield schema, value
 
 
@@ -91,7 +92,7 @@ def main() -> None:
     for fam, split, kind in sorted({k[:3] for k in counts}):
         n, held = counts[(fam, split, kind, "values")], counts[(fam, split, kind, "held")]
         rows.append([fam, split, kind, n, held, n - held])
-    C.console.print(C.table("Gold string values grounding would allow",
+    C.console.print(C.table("Gold values grounding would allow",
                             ["family", "split", "kind", "values", "allowed", "missed"], rows))
     for m in misses:
         C.console.print(f"[dim]missed[/] {m['family']}/{m['split']} {m['kind']}: {m['gold']!r} not in "

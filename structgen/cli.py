@@ -107,7 +107,7 @@ def generate(
     seed: int = SEED_OPT,
     engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar"),
     ground: bool = typer.Option(False, "--ground", help="JSON Schema only: every free-text string is a part "
-                                "of the prompt made of whole words; e-mails, dates and codes as it states them."),
+                                "of the prompt made of whole words; e-mails, dates, codes and numbers as it states them."),
     device: Optional[str] = DEVICE_OPT,
     trace: bool = TRACE_OPT,
     as_json: bool = AS_JSON_OPT,

@@ -14,7 +14,9 @@ restricts the strings of a JSON Schema spec to what the request states:
   (``structgen.request_notes``, the newest version: "January 22nd 2027" states ``2027-01-22``; one date, one
   clock time and one UTC offset state a date-time) or an ISO value written in it (``STATED_KEY``);
 * a string with a ``pattern`` (and no format) is one of the request's words, or of its notes' values, that the
-  pattern matches: ``SEK`` for "Swedish kronor", ``14:15`` (``STATED_KEY``).
+  pattern matches: ``SEK`` for "Swedish kronor", ``14:15`` (``STATED_KEY``);
+* an ``integer`` or ``number`` is one the request states (``structgen.stated_numbers``: ``117,000``, ``3.4``,
+  ``117k``, ``three``; ``two hours`` states 2 and 120, its minutes) that its bounds allow (``STATED_KEY``).
 
 Each is left as the schema has it when the request states no such value; enums and other formats are never
 touched. The caveat of the last rule: a code the request does not state while it states another of the same
@@ -40,10 +42,13 @@ from typing import Any
 
 from .errors import ConfigError
 from .spec import JsonSchema
+from .stated_numbers import stated_numbers
 
 GROUND_KEY = "x-structgen-quoted-from"
-STATED_KEY = "x-structgen-stated-in"  # a date, date-time or patterned value the source states
+STATED_KEY = "x-structgen-stated-in"  # a date, date-time, patterned or number value the source states
 _TEXT_KEYS = {"type", "minLength", "maxLength", "description", "title", "default", "examples", "$comment"}
+_NUMBER_KEYS = _TEXT_KEYS - {"minLength", "maxLength"} | {"minimum", "maximum", "exclusiveMinimum",
+                                                           "exclusiveMaximum", "multipleOf"}
 _DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title", GROUND_KEY, STATED_KEY}
 _EDGES = ".,;:!?()[]{}'\"`"  # punctuation around a word
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
@@ -90,9 +95,13 @@ def stated_values(source: str, fmt: str) -> list[str]:
     return [v for v in dict.fromkeys(found) if _valid(v, fmt)]
 
 
-def stated_for(node: dict, source: str) -> list[str]:
-    """The values ``source`` states for a ``date``/``date-time`` subschema (those its ``pattern`` allows) or a
-    ``pattern`` string (its words and its notes' values that the pattern matches), in order."""
+def stated_for(node: dict, source: str) -> list:
+    """The values ``source`` states for a ``date``/``date-time`` subschema (those its ``pattern`` allows), a
+    ``pattern`` string (its words and its notes' values that the pattern matches) or a number subschema (its
+    numbers, ``structgen.stated_numbers``, that the subschema's type, bounds and ``multipleOf`` allow), in
+    order."""
+    if _number_only(node):
+        return [v for v in stated_numbers(source) if _fits(node, v)]
     pattern = node.get("pattern")
     if "format" in node:
         found = stated_values(source, node["format"])
@@ -120,6 +129,24 @@ def _string_only(node: dict) -> bool:
     return t == "string" or t == ["string"]
 
 
+def _number_only(node: dict) -> bool:
+    t = node.get("type")
+    return t in ("integer", "number", ["integer"], ["number"])
+
+
+def _fits(node: dict, v: int | float) -> bool:
+    """Whether a number subschema's type, bounds and ``multipleOf`` allow ``v``."""
+    if "integer" in node.get("type") and v != int(v):
+        return False
+    for key, ok in (("minimum", lambda b: v >= b), ("maximum", lambda b: v <= b),
+                    ("exclusiveMinimum", lambda b: v > b), ("exclusiveMaximum", lambda b: v < b),
+                    ("multipleOf", lambda b: b > 0 and abs(v / b - round(v / b)) < 1e-9)):
+        bound = node.get(key)
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool) and not ok(bound):
+            return False
+    return True
+
+
 def groundable(node: Any, source: str) -> bool:
     """Whether a subschema is a free-text string (or an e-mail string, when ``source`` holds addresses)."""
     if not isinstance(node, dict) or not _string_only(node):
@@ -132,11 +159,15 @@ def groundable(node: Any, source: str) -> bool:
 
 
 def statable(node: Any, source: str) -> bool:
-    """Whether a subschema is a ``date``/``date-time`` string (a ``pattern`` beside allowed) or a ``pattern``
-    string of which ``source`` states a value."""
-    if not isinstance(node, dict) or not _string_only(node):
+    """Whether a subschema is a ``date``/``date-time`` string (a ``pattern`` beside allowed), a ``pattern``
+    string or a number (bounds and ``multipleOf`` allowed) of which ``source`` states a value."""
+    if not isinstance(node, dict):
         return False
     keys = set(node) - {STATED_KEY}
+    if _number_only(node):
+        return keys <= _NUMBER_KEYS and bool(stated_for(node, source))
+    if not _string_only(node):
+        return False
     shaped = keys <= _TEXT_KEYS | {"format", "pattern"} and node.get("format") in _ISO
     shaped = shaped or (keys <= _TEXT_KEYS | {"pattern"} and "pattern" in node)
     return shaped and bool(stated_for(node, source))

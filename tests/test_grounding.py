@@ -1,6 +1,6 @@
 """Grounded strings (``generate(..., ground=True)``): every free-text value is a part of the request.
 
-The suffix automaton against Python's ``in``; which subschemas a schema marks; the token automaton's
+The suffix automaton against Python's ``in``; which subschemas a schema marks (numbers among them); the token automaton's
 product, walked token by token (substrings in, anything else out, escapes as JSON writes them); random
 logits through real grounded constraints (every released value is quoted from the source); the validator's
 keyword; the generator's errors; the eval's grounded mode.
@@ -150,6 +150,21 @@ def test_patterned_strings_are_words_or_note_values_the_pattern_matches():
         "properties"]["c"]
 
 
+def test_numbers_are_ones_the_request_states_that_their_bounds_allow():
+    g = ground_schema(PERSON, REQUEST)["properties"]
+    assert g["age"][STATED_KEY] == REQUEST and stated_for(g["age"], REQUEST) == [41]
+    text = "Flying on May 3, 2027 at 9:30, party of three, 12 bags of 2.5 kg each, 40k miles"
+    passengers = {"type": "integer", "minimum": 1, "maximum": 9}
+    assert stated_for(passengers, text) == [3]  # no date or clock time digits; 12 and 40000 out of bounds
+    assert stated_for({"type": "number", "exclusiveMinimum": 0}, text) == [3, 12, 2.5, 40000]
+    assert stated_for({"type": "integer", "multipleOf": 4}, text) == [12, 40000]
+    unmarked = ground_schema({"type": "object", "properties": {
+        "n": passengers, "e": {"type": "integer", "enum": [3, 4]}, "b": {"type": "boolean"},
+        "x": {"type": "integer", "minimum": 100, "maximum": 200}}}, text)["properties"]
+    assert STATED_KEY in unmarked["n"] and not any(STATED_KEY in unmarked[k] for k in "ebx")
+    assert STATED_KEY not in ground_schema(PERSON, "Maria Lopez lives in Porto")["properties"]["age"]
+
+
 def test_free_text_may_quote_the_request_or_its_notes_values():
     text = "Total: £4,847, due at 3 pm"
     assert quotable(text) == "Total: £4,847, due at 3 pm\n4847 GBP\n15:00"  # the request's spans stay whole
@@ -270,6 +285,16 @@ def test_a_stated_date_is_one_of_the_request_s_dates(tok4k, vocab):
     assert not _accepts(c, tok4k, '{"on": "2026-03-04"}') and not _accepts(c, tok4k, '{"on": "2026-04-03"}')
 
 
+def test_a_stated_number_is_one_of_the_request_s_numbers(tok4k, vocab):
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 480},
+                                               "x": {"type": "number"}}, "required": ["n", "x"]}
+    c = compile_spec(Grounded(sg.JsonSchema(schema), "book two hours, 3.5 km away"), vocab)
+    for n, x in [(120, 3.5), (2, 120), (2, 3.5)]:
+        assert _accepts(c, tok4k, '{"n": %s, "x": %s}' % (n, x))
+    for n, x in [(3, 3.5), (12, 3.5), (120, 3.55), (120, 35), (1, 2)]:
+        assert not _accepts(c, tok4k, '{"n": %s, "x": %s}' % (n, x))
+
+
 # ------------------------------------------------------------------------------ random logits, end to end
 REQUESTS = ["What's the weather like in Genève for 3 days, in fahrenheit?",
             "remind me to pay rent on the 3rd of May 2027 at 9:30 am UTC+2, or fly to Oslo 2027-05-04",
@@ -304,6 +329,9 @@ def test_random_logits_only_ever_quote_the_request(tok4k):
             props = next(t for t in TOOLS if t.name == call.name).model.model_json_schema()["properties"]
             for key, value in call.arguments.items():
                 item = props[key].get("items", props[key])
+                if item.get("type") in ("integer", "number") and not {"enum", "const"} & item.keys():
+                    stated = stated_for(item, request_text)
+                    assert not stated or value in stated, (key, value)
                 if item.get("type") != "string" or {"enum", "const"} & item.keys():
                     continue
                 for s in _strings(value):
@@ -334,7 +362,7 @@ def test_random_logits_json_values_are_quoted_and_valid(tok4k, seed):
     r = gen.generate(REQUEST, sg.JsonSchema(PERSON), 96, ground=True, strict=False)
     if r.valid:
         v = json.loads(r.text)
-        assert v["name"] in REQUEST and v["city"] in REQUEST and len(v["name"]) <= 40
+        assert v["name"] in REQUEST and v["city"] in REQUEST and len(v["name"]) <= 40 and v["age"] == 41
 
 
 # ------------------------------------------------------------------------------------------ validator
@@ -352,6 +380,9 @@ def test_the_validator_names_the_value_that_is_not_quoted():
     assert check('{"on": "2026-03-03"}') == []
     (issue,) = check('{"on": "2026-03-04"}')
     assert "not a date the request states (it states 2026-03-03)" in issue.message
+    (check,) = validators_for(Grounded(sg.JsonSchema(PERSON), REQUEST))
+    (issue,) = check('{"name": "Maria Lopez", "age": 14, "city": "Porto"}')
+    assert issue.path == "/age" and "14 is not a number the request states (it states 41)" in issue.message
 
 
 # ---------------------------------------------------------------------------------------- the generator

@@ -169,7 +169,7 @@ def dialect_for(schema: Any) -> type[JsonschemaValidator]:
 @functools.cache
 def grounded_dialect(cls: type[JsonschemaValidator]) -> type[JsonschemaValidator]:
     """``cls`` with the grounding keywords (``structgen.grounding``): a string must be a part of its source; a
-    stated date, date-time or patterned value one the source states."""
+    stated date, date-time, patterned value or number one the source states."""
 
     def quoted(validator, source, instance, schema):
         if validator.is_type(instance, "string") and isinstance(source, str) \
@@ -178,12 +178,13 @@ def grounded_dialect(cls: type[JsonschemaValidator]) -> type[JsonschemaValidator
                                   "part of it made of whole words")
 
     def stated(validator, source, instance, schema):
-        if validator.is_type(instance, "string") and isinstance(source, str):
+        if (validator.is_type(instance, "string") or validator.is_type(instance, "number")) \
+                and isinstance(source, str):
             values = stated_for(schema, source)
             if instance not in values:
-                what = schema.get("format") or "value of this pattern"
+                what = schema.get("format") or ("value of this pattern" if "pattern" in schema else "number")
                 yield ValidationError(f"{instance!r} is not a {what} the request states (it states "
-                                      f"{', '.join(values) or 'none'})")
+                                      f"{', '.join(map(str, values)) or 'none'})")
 
     return validators.extend(cls, {GROUND_KEY: quoted, STATED_KEY: stated})
 

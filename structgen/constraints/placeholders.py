@@ -167,14 +167,17 @@ def substitute(schema):
 
 
 def _grounded_regex(node: dict) -> str:
-    """A grounded string's regex (``structgen.grounding``): one of the values the source states for a stated
-    one, one of its e-mail addresses for an ``email`` string, else the marked body whose product with the
-    source's quote automaton ``grounded_dfa`` takes. Values are written as JSON writes them."""
+    """A grounded value's regex (``structgen.grounding``): one of the values the source states for a stated
+    one (a string or a number), one of its e-mail addresses for an ``email`` string, else the marked body
+    whose product with the source's quote automaton ``grounded_dfa`` takes. Values are written as JSON
+    writes them."""
     from ..grounding import emails_in, stated_for
     from .grounded_dfa import body_regex
 
     if STATED_KEY in node:
         values = stated_for(node, node[STATED_KEY])
+        if node.get("type") != "string" and node.get("type") != ["string"]:  # numbers, written as JSON does
+            return "(" + "|".join(re.escape(json.dumps(v)) for v in values) + ")"
     elif node.get("format") == "email":
         values = emails_in(node[GROUND_KEY], node.get("pattern"))
     else:

@@ -91,7 +91,7 @@ class Generator:
         """Generate output for ``prompt`` (text or chat messages) that satisfies ``spec``.
 
         ``ground=True`` (JSON Schema specs and tool calls) makes every free-text string a part of the prompt's
-        text made of whole words, and every e-mail, date and patterned string one the prompt states
+        text made of whole words, and every e-mail, date, patterned string and number one the prompt states
         (``structgen.grounding``); a string ``ground`` is the text to quote from instead.
 
         ``constrained=False`` is the baseline for evaluations: the same prompt (``spec.render_prompt``) and

@@ -6,7 +6,7 @@ Modes (one model, the same prompts):
 * ``unconstrained`` — the same sampler with no constraint (any text, EOS tail; no repair), validated after;
 * ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference;
 * ``grounded`` — constrained with ``ground=True``: every free-text string a part of the request made of
-  whole words, every e-mail, date and patterned string one it states (``structgen.grounding``); JSON extraction and tool calls only (SQL and alert rules have no
+  whole words, every e-mail, date, patterned string and number one it states (``structgen.grounding``); JSON extraction and tool calls only (SQL and alert rules have no
   free-text strings to quote), so those families get no row for it.
 
 Scores per family: **validity** (every validator of the spec passes) and **fallback** (the share of answers

@@ -1,0 +1,89 @@
+"""The numbers a text states: what ``generate(..., ground=True)`` lets a number field hold (``structgen.grounding``).
+
+    >>> stated_numbers("Volvo XC60, 117,000 km, 3 owners, asking €28,220.12; viewing for an hour and a half")
+    [60, 90, 117000, 3, 28220.12, 1.5]
+
+Read, in order of appearance (each value once; the converted forms of a duration first):
+
+* numerals: ``3``, ``-4``, ``28,220.12``, ``3.4``, ``48.2kg``; with a multiplier, ``117k`` and ``12 thousand``
+  -> 117000, 12000, ``2.5 million`` -> 2500000;
+* number words up to ninety-nine: ``three``, ``twenty-five``, ``a dozen`` -> 12, ``no`` and ``none`` -> 0;
+* durations in hours or weeks, beside their count: ``two hours`` -> 2 and 120 (minutes), ``an hour and a half``
+  -> 1.5 and 90, ``half an hour`` -> 30, ``a quarter of an hour`` -> 15, ``2h`` -> 2 and 120, ``two weeks``
+  -> 2 and 14 (days).
+
+Not numbers: the parts of a date, a clock time or a UTC offset (``2027-03-19``, ``12:15PM``, ``September 29,
+2027``, ``UTC+9``: what the request notes read as such, ``structgen.request_notes``), and digits inside a
+word or an address (``berg62@example.com``, ``XC60``, ``A4``; a unit after the digits is fine: ``48.2kg``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+__all__ = ["stated_numbers"]
+
+_UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+          "sixteen seventeen eighteen nineteen").split()
+_TENS = {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+WORDS: dict[str, int] = {**{w: i for i, w in enumerate(_UNITS)}, **_TENS, "dozen": 12, "no": 0, "none": 0}
+for _t, _v in _TENS.items():
+    for _u in range(1, 10):
+        WORDS[f"{_t}-{_UNITS[_u]}"] = _v + _u
+
+_MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "million": 1_000_000, "bn": 1_000_000_000, "billion": 1_000_000_000}
+_NUMERAL = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_WORD = "|".join(sorted(WORDS, key=len, reverse=True))
+#: a count: a numeral (its sign apart), a number word, or "a"/"an" (one, before a unit)
+_COUNT = rf"(?P<num>{_NUMERAL})|(?P<word>(?:a\s+)?(?:{_WORD}))|(?P<one>an?)"
+_NUMBER = re.compile(rf"(?<![\w.,])(?P<sign>-(?=\d))?(?:{_COUNT})"
+                     rf"(?:\s?(?P<mult>k|thousand|million|bn|billion)(?!\w)|(?(num)(?!\d)|(?!\w)))",
+                     re.IGNORECASE)
+_DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{_COUNT})\s*(?P<unit>h|hrs?|hours?|weeks?)(?![\w])"
+                       rf"(?P<and_half>\s+and\s+a\s+half)?", re.IGNORECASE)
+#: spans whose digits are no count: ISO dates and date-times, clock times, e-mail addresses
+_NOT_COUNTS = re.compile(r"\d{4}-\d{2}-\d{2}(?:T[\d:]+(?:Z|[+-]\d{2}:\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?"
+                         r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_NOTED_NOT_COUNTS = re.compile(r"\d{4}-|\d{2}:|[+-]\d{2}:|Z$")
+
+
+def _count(m: re.Match) -> float | None:
+    if m["num"]:
+        return float(m["num"].replace(",", ""))
+    if m["word"]:
+        return float(WORDS[m["word"].lower().split()[-1]])
+    return 1.0
+
+
+def _plain(v: float) -> int | float:
+    return int(v) if v == int(v) else round(v, 10)
+
+
+@functools.lru_cache(maxsize=256)
+def stated_numbers(text: str) -> list[int | float]:
+    """The numbers ``text`` states (see the module doc), in order, each once: integers as ``int``."""
+    from .request_notes import notes
+
+    blocked = [(m.start(), m.end()) for m in _NOT_COUNTS.finditer(text)]
+    blocked += [(a, b) for a, b, value in notes(text) if _NOTED_NOT_COUNTS.match(value)]
+
+    def free(m: re.Match) -> bool:
+        return not any(a < m.end() and m.start() < b for a, b in blocked)
+
+    found: list[tuple[int, float]] = []
+    for m in _DURATION.finditer(text):
+        if not free(m):
+            continue
+        n = 0.5 if m["half"] else 0.25 if m["quarter"] else _count(m)
+        n += 0.5 if m["and_half"] else 0.0
+        per = 7 if m["unit"].lower().startswith("w") else 60
+        found += [(m.start(), n * per), (m.start(), n)]
+    for m in _NUMBER.finditer(text):
+        if m["one"] or not free(m) or (m["word"] and m["word"].lower().startswith("a ") and
+                                       not m["word"].lower().endswith("dozen")):
+            continue
+        n = _count(m) * _MULTIPLIERS.get((m["mult"] or "").lower(), 1)
+        found.append((m.start(), -n if m["sign"] else n))
+    found.sort(key=lambda x: x[0])
+    return list(dict.fromkeys(_plain(v) for _, v in found))
