@@ -141,6 +141,30 @@ def test_custom_grammar_and_schema_sources(client):
     assert result["valid"] and result["value"] in ({"ok": True}, {"ok": False})
 
 
+def test_a_grounded_run_quotes_the_prompt(client):
+    """``ground``: whatever random logits propose, the person's strings are parts of the prompt and the age the
+    number it states; a tool set's path argument too; a grammar cannot be grounded (400)."""
+    from structgen.constraints.quote_automaton import is_quoted
+
+    for seed in range(3):
+        _, result = run(client, {**PERSON, "max_tokens": 40, "seed": seed, "temperature": 1.0, "ground": True})
+        assert result["ground"] is True and result["valid"], result
+        if not result["fallback"]:
+            v = result["value"]
+            assert is_quoted(v["name"], PERSON["prompt"]) and is_quoted(v["city"], PERSON["prompt"])
+            assert v["age"] == 41
+    _, result = run(client, {**PERSON, "max_tokens": 40})
+    assert result["ground"] is False
+    body = {"kind": "tools", "source": json.dumps([_tool("touch")]), "prompt": "touch notes.txt please",
+            "max_tokens": 40, "ground": True}
+    _, result = run(client, body)
+    assert result["ground"] is True and result["state"] == "released"
+    assert is_quoted(result["call"]["arguments"]["path"], body["prompt"])
+    res = client.post("/playground/api/run", json={"kind": "grammar", "source": 'start: "yes" | "no"',
+                                                   "prompt": "Is it?", "max_tokens": 4, "ground": True})
+    assert res.status_code == 400 and "not grammars" in res.text
+
+
 def test_canvas_too_small_ends_the_stream_with_an_error_result(client):
     drafts, result = run(client, {**PERSON, "max_tokens": 3})
     assert drafts == []

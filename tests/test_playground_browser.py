@@ -236,6 +236,30 @@ def test_pasted_tool_set_shows_the_boundary_state_and_the_policy_decision(page, 
     assert page.errors == []
 
 
+def test_values_from_the_prompt_ground_the_run(page):
+    """The "Values from the prompt" box runs with ``ground``: the person's strings are parts of the prompt and
+    its age the number the prompt states, and the page says the run was grounded; grammars cannot tick it."""
+    page.check("input[name=kind][value=grammar]")
+    assert page.is_disabled("#ground")
+    page.check("input[name=kind][value=schema]")
+    page.select_option("#preset", "schema:person")
+    prompt = "Maria Lopez, 41, lives in Porto"
+    page.fill("#prompt", prompt)
+    page.check("#ground")
+    page.evaluate("document.getElementById('settings').open = true")
+    page.fill("#max-tokens", "40")
+    page.click("#run")
+    page.wait_for_selector("#result:not([hidden])", timeout=WAIT_MS)
+    result = page.evaluate("window.playground.result")
+    assert result["valid"] and result["ground"] is True
+    assert "grounded" in page.inner_text("#result-stats")
+    if not result["fallback"]:
+        value = json.loads(page.inner_text("#result-value"))
+        assert value["name"] in prompt and value["city"] in prompt and value["age"] == 41
+    page.uncheck("#ground")
+    assert page.errors == []
+
+
 def test_a_bad_pasted_schema_is_reported_on_the_page(page):
     page.check("input[name=kind][value=schema]")
     page.select_option("#preset", "__custom__")

@@ -6,13 +6,14 @@
 The page (``static/playground.html``, ``.css``, ``.js``: vanilla, no CDN, no build step) lets a person pick a
 JSON schema, a Lark grammar or a tool set (the bundled examples, or their own pasted in), type a prompt and
 watch every step of the sampler: masked, forced and committed cells, the step count and ``nfe``; then the
-validated result and, for tool sets, the commit-boundary state and the policy decision. The bundled choices (the
+validated result and, for tool sets, the commit-boundary state and the policy decision. "Values from the
+prompt" decodes with ``ground=True`` (``structgen.grounding``). The bundled choices (the
 catalogue behind ``GET /playground/api/presets``) are :mod:`structgen.server.playground_presets`'s.
 
 ``POST /playground/api/run`` streams Server-Sent Events: one ``structgen.draft`` per sampler step, in the wire
 format the OpenAI-compatible server also uses (``{"step", "kind", "nfe", "cells": [{"t", "s"}], "text"}``,
 ``s`` = ``m`` masked / ``f`` forced / ``c`` committed by the model; a re-mask step adds ``note``, why), then
-one ``structgen.result`` (``text, value, valid, errors, nfe, steps, decision`` and a few
+one ``structgen.result`` (``text, value, valid, errors, nfe, steps, decision``, ``ground`` and a few
 more fields, see :func:`_result_payload`). A request that cannot run at all (a bad schema, an unknown preset)
 is answered ``400`` before any stream starts; a failure during the run ends the stream with a result whose
 ``valid`` is false and whose ``errors`` say why.
@@ -41,6 +42,7 @@ from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import StructgenError
+from .playground_turn import Cancelled, run_turn
 from .sse import event_frame
 from .playground_presets import (  # noqa: F401  (re-exported: the presets' names stay importable from here)
     BUILTIN_SCHEMAS,
@@ -68,7 +70,8 @@ Kind = Literal["schema", "grammar", "tools"]
 
 class RunRequest(BaseModel):
     """What the page posts: a preset id, or ``source`` (a schema, a grammar or an OpenAI tools list) of
-    ``kind``; the prompt; sampler settings."""
+    ``kind``; the prompt; sampler settings; ``ground`` (schemas and tool sets: the answer's strings and
+    numbers come from the prompt, ``structgen.grounding``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -81,6 +84,7 @@ class RunRequest(BaseModel):
     threshold: float = Field(0.9, gt=0.0, le=1.0)
     temperature: float = Field(0.0, ge=0.0, le=5.0)
     seed: int = Field(0, ge=0, le=2**31 - 1)
+    ground: bool = False
 
 
 def build_target(req: RunRequest) -> Any:
@@ -88,6 +92,9 @@ def build_target(req: RunRequest) -> Any:
     what is wrong when it names none."""
     if (req.preset is None) == (req.source is None):
         raise HTTPException(400, "give exactly one of 'preset' (an id from /playground/api/presets) or 'source'")
+    if req.ground and req.kind == "grammar":
+        raise HTTPException(400, "ground takes JSON values from the prompt: it applies to schemas and tool sets, "
+                                 "not grammars; leave it off for a grammar")
     try:
         if req.preset is not None:
             p = presets().get(req.preset)
@@ -132,10 +139,6 @@ def step_payload(tracker, ev) -> dict:
 
 
 # -- running -----------------------------------------------------------------------------------------------
-
-class Cancelled(Exception):
-    """The client went away: the run stops at the next step."""
-
 
 class Backend:
     """The playground's own model and runtime, used when the app has none; one run at a time."""
@@ -194,7 +197,7 @@ def run_job(req: RunRequest, target: Any, gen, emit: Callable[[str, dict], None]
     if req.kind == "tools":
         if runtime_of is None:
             raise ValueError("a tool-set run needs runtime_of")
-        return _run_turn(req, target, runtime_of(), emit, cancel)
+        return run_turn(req, target, runtime_of(), emit, cancel)
     from ..agent.drafts import DraftTracker
 
     tracker = DraftTracker(gen.model.tokenizer)
@@ -206,68 +209,8 @@ def run_job(req: RunRequest, target: Any, gen, emit: Callable[[str, dict], None]
 
     r = gen.generate(req.prompt, target, req.max_tokens, strict=False, on_step=on_step,
                      block_length=req.block_length, threshold=req.threshold, temperature=req.temperature,
-                     seed=req.seed)
-    return _result_payload(r, kind=req.kind)
-
-
-def _run_turn(req: RunRequest, tools: Any, runtime, emit: Callable[[str, dict], None],
-              cancel: threading.Event) -> dict:
-    """One agent turn through the commit boundary (``tool_choice="required"``, ``execute=False``): drafts
-    are relayed; the calls' states and decisions are followed from the runtime's events. The sampler's
-    block length and threshold are the runtime's own."""
-    from ..errors import TurnCancelled
-
-    calls: dict[str, dict] = {}
-    turn: dict = {}
-    last: dict = {"cells": []}
-
-    def on_event(ev) -> None:
-        if ev.kind == "draft":
-            last["cells"] = ev.data["cells"]
-            emit("structgen.draft", ev.data)
-        elif ev.call_id is None:
-            if ev.kind == "final":
-                turn.update(ev.data)
-        else:
-            _follow_call(calls.setdefault(ev.call_id, {"id": ev.call_id, "name": None, "arguments": None,
-                                                       "state": None, "decision": None, "errors": []}), ev)
-
-    try:
-        res = runtime.run_turn(req.prompt, tools, tool_choice="required", max_tokens=req.max_tokens,
-                               temperature=req.temperature, seed=req.seed, on_event=on_event,
-                               cancelled=cancel.is_set, execute=False)
-    except TurnCancelled:
-        raise Cancelled from None
-    first = next(iter(calls.values()), None)
-    checked = first is not None and first["state"] in ("released", "parked", "denied")
-    call = {"name": first["name"], "arguments": first["arguments"]} if checked else None
-    errors = list(turn.get("errors") or []) + (first["errors"] if first else [])
-    return {"text": res.text, "value": call, "valid": checked, "errors": errors, "nfe": res.nfe,
-            "steps": res.steps, "decision": first["decision"] if first else None, "kind": "tools",
-            "state": first["state"] if first else "invalid", "call": call, "calls": list(calls.values()),
-            "finish_reason": res.finish_reason, "request_id": res.request_id, "executed": bool(res.executions),
-            "timings": res.timings, "output_tokens": res.completion_tokens,
-            "forced_tokens": sum(c["s"] == "f" and c["t"] != "" for c in last["cells"]),
-            "repair_rounds": turn.get("repair_rounds", 0)}
-
-
-def _follow_call(c: dict, ev) -> None:
-    """Update one call's view from a boundary event (its kind is the state the call entered)."""
-    d = ev.data
-    c["state"] = ev.kind
-    c["name"] = d.get("name") or c["name"]
-    if ev.kind == "final" and isinstance(d.get("call"), dict):
-        c["arguments"] = d["call"].get("arguments")
-    if "arguments" in d:
-        c["arguments"] = d["arguments"]
-    if ev.kind == "decided":
-        c["decision"] = {k: d.get(k) for k in ("action", "rule", "reason")}
-    elif isinstance(d.get("decision"), dict):
-        c["decision"] = d["decision"]
-    if ev.kind == "invalid":
-        c["errors"] = list(d.get("errors") or [])
-    if ev.kind == "parked":
-        c["approval_id"], c["expires_at"] = d.get("approval_id"), d.get("expires_at")
+                     seed=req.seed, ground=req.ground)
+    return _result_payload(r, kind=req.kind, ground=req.ground)
 
 
 def _jsonable(value: Any) -> Any:

@@ -67,6 +67,9 @@
       $(id).disabled = kind() === "tools";
       $(id).title = kind() === "tools" ? "a tool-set turn uses the server's sampler settings" : "";
     }
+    // grounding quotes JSON values: schemas and tool sets only
+    $("ground").disabled = kind() === "grammar";
+    $("ground").title = kind() === "grammar" ? "grounding applies to schemas and tool sets" : "";
     applyPreset();
   }
 
@@ -110,6 +113,7 @@
       threshold: num("threshold"),
       temperature: num("temperature"),
       seed: num("seed"),
+      ground: $("ground").checked && kind() !== "grammar",
     };
     if ($("preset").value === CUSTOM) body.source = $("source").value;
     else body.preset = $("preset").value;
@@ -326,6 +330,7 @@
     }
     if (r.repair_rounds) parts.push(`${r.repair_rounds} repair round(s)` + (r.fallback ? " (fallback)" : ""));
     if (r.engine) parts.push(`engine ${r.engine}`);
+    if (r.ground) parts.push("grounded");
     if (r.timings) parts.push(`${r.timings.total_s.toFixed(2)} s`);
     $("result-stats").textContent = parts.join(" · ");
     showTool(r);
