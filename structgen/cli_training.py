@@ -124,12 +124,15 @@ def eval_(
     n: int = typer.Option(50, "-n", help="Held-out examples per family."),
     families: str = typer.Option("json,tool,sql,alert", "--families", help="Comma-separated task families."),
     modes: str = typer.Option("constrained,unconstrained,one-token,grounded", "--modes",
-                             help="Decoding modes to compare (grounded: JSON and tool calls only)."),
+                             help="Decoding modes to compare (grounded: JSON and tool calls only; "
+                             "grounded-one-token: its one-token reference)."),
     out_dir: Path = typer.Option(Path("eval-out"), "--out", help="Folder for eval.json, eval.md and eval.svg."),
     seed: int = typer.Option(1234, "--seed", help="Seeds the held-out examples."),
     split: str = typer.Option("heldout", "--split",
                               help="heldout (templates never seen in training) or train (how well they were fitted)."),
     block_length: int = BLOCK_OPT,
+    threshold: float = typer.Option(0.9, "--threshold", help="Commit threshold of the constrained, unconstrained "
+                                    "and grounded modes (lower: fewer model calls)."),
     engine: str = typer.Option("auto", "--engine", help="auto | automaton | grammar (constrained modes)."),
     stutter_gap: int = typer.Option(2, "--stutter-gap", help="No-stutter rule: a word the model would write "
                                     "twice this close commits once, unless the prompt repeats it, and no two "
@@ -154,7 +157,7 @@ def eval_(
         gen = load_generator(model, device)
         # every argument is checked before OUT is touched: a typo never empties an earlier run's examples
         eval_generator(gen.model, families=fams, modes=mode_list, split=split, block_length=block_length,
-                       engine=engine, stutter_gap=stutter_gap)
+                       engine=engine, stutter_gap=stutter_gap, threshold=threshold)
         total = n * len(fams) * len(mode_list)
         out_dir.mkdir(parents=True, exist_ok=True)
         # every decoded example is appended as it comes: a long run that is stopped keeps what it decoded
@@ -168,11 +171,12 @@ def eval_(
                 bar.update(task, advance=1, description=f"eval {s.family}/{s.mode}")
 
             rows = evaluate(gen.model, families=fams, n=n, seed=seed, modes=mode_list, block_length=block_length,
-                            split=split, on_example=tick, engine=engine, stutter_gap=stutter_gap)
+                            split=split, on_example=tick, engine=engine, stutter_gap=stutter_gap,
+                            threshold=threshold)
         which = "Held-out" if split == "heldout" else "Train-split"
         title = f"{which} evaluation of {getattr(gen.model, 'name', model or 'the default model')}"
         meta = {"model": model or "default", "n": n, "seed": seed, "split": split, "block_length": block_length,
-                "engine": engine, "stutter_gap": stutter_gap, "machine": platform.platform(),
+                "threshold": threshold, "engine": engine, "stutter_gap": stutter_gap, "machine": platform.platform(),
                 "threads": __import__("torch").get_num_threads()}
         paths = write_report(rows, out_dir, title=title, meta=meta)
     except sg.StructgenError as e:

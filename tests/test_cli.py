@@ -138,10 +138,11 @@ def test_eval_writes_the_table_and_chart(tmp_path):
     assert frontier.exit_code == 0, frontier.output
     report = json.loads((tmp_path / "g" / "eval.json").read_text())
     assert report["meta"]["engine"] == "grammar" and report["rows"][0]["valid"] == 1.0
+    assert report["meta"]["threshold"] == 0.9
     bad = runner.invoke(app, ["eval", "--model", "random", "-n", "1", "--engine", "fast", "--out", str(out)])
     assert bad.exit_code == 2 and "unknown engine" in bad.output
     for args, says in ((["--stutter-gap", "-1"], "stutter_gap"), (["--families", "jsno"], "unknown data family"),
-                       (["--split", "dev"], "split")):
+                       (["--split", "dev"], "split"), (["--threshold", "0"], "commit threshold")):
         bad = runner.invoke(app, ["eval", "--model", "random", "-n", "1", *args, "--out", str(out)])
         assert bad.exit_code == 2 and says in bad.output, bad.output
     # none of the refused runs touched the first run's files

@@ -112,7 +112,28 @@ def test_a_random_logits_run_writes_the_report(tmp_path, tok4k):
     assert "| json | constrained |" in markdown(rows, "t")
     with pytest.raises(sg.StructgenError, match="unknown eval mode"):
         evaluate(model, families=("json",), n=1, modes=("fast",))
-    assert set(MODES) == {"constrained", "unconstrained", "one-token", "grounded"}
+    assert set(MODES) == {"constrained", "unconstrained", "one-token", "grounded", "grounded-one-token"}
+
+
+def test_the_threshold_applies_to_the_threshold_modes_only(tok4k, monkeypatch):
+    """``threshold``: what the constrained, unconstrained and grounded modes commit at; the one-token modes
+    decode one token per call whatever it is; a threshold out of (0, 1] is refused before anything runs."""
+    from structgen.sampler import Generator
+
+    seen: list[tuple] = []
+    real = Generator.generate
+
+    def spy(self, prompt, spec, max_tokens=128, **kw):
+        seen.append((kw.get("threshold"), kw.get("tokens_per_step"), bool(kw.get("ground"))))
+        return real(self, prompt, spec, max_tokens, **kw)
+
+    monkeypatch.setattr(Generator, "generate", spy)
+    model = sg.models.RandomLogits(tok4k, seed=0)
+    evaluate(model, families=("json",), n=1, modes=tuple(MODES), threshold=0.7)
+    assert seen == [(0.7, None, False), (0.7, None, False), (None, 1, False), (0.7, None, True), (None, 1, True)]
+    for bad in (0, 1.5, -0.1):
+        with pytest.raises(sg.StructgenError, match="commit threshold"):
+            evaluate(model, families=("json",), n=1, modes=("constrained",), threshold=bad)
 
 
 def test_the_fallback_column_counts_answers_the_strict_grammar_wrote(tok4k):

@@ -6,8 +6,14 @@ Modes (one model, the same prompts):
 * ``unconstrained`` — the same sampler with no constraint (any text, EOS tail; no repair), validated after;
 * ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference;
 * ``grounded`` — constrained with ``ground=True``: every free-text string a part of the request made of
-  whole words, every e-mail, date, patterned string and number one it states (``structgen.grounding``); JSON extraction and tool calls only (SQL and alert rules have no
-  free-text strings to quote), so those families get no row for it.
+  whole words, every e-mail, date, patterned string and number one it states (``structgen.grounding``); JSON
+  extraction and tool calls only (SQL and alert rules are no JSON to ground), so those families get no row
+  for it;
+* ``grounded-one-token`` — ``grounded`` one token per model call: the accuracy reference of grounded
+  decoding (not in the CLI's default modes).
+
+``threshold`` (``structgen eval --threshold``) is the commit threshold of the threshold modes
+(``constrained``, ``unconstrained``, ``grounded``): fewer model calls below 0.9, at some accuracy.
 
 Scores per family: **validity** (every validator of the spec passes) and **fallback** (the share of answers
 a last resort wrote after the repair rounds ran out: SQL's strict fallback, its cut or its finisher); the family's
@@ -34,6 +40,7 @@ MODES: dict[str, dict[str, Any]] = {
     "unconstrained": {"constrained": False, "threshold": 0.9, "tokens_per_step": None},
     "one-token": {"constrained": True, "threshold": None, "tokens_per_step": 1},
     "grounded": {"constrained": True, "threshold": 0.9, "tokens_per_step": None, "ground": True},
+    "grounded-one-token": {"constrained": True, "threshold": None, "tokens_per_step": 1, "ground": True},
 }
 
 #: the families whose answers quote the request (JSON Schema specs): the ``grounded`` mode decodes these only
@@ -189,7 +196,7 @@ def score(example, text: str, valid: bool) -> tuple[float, bool]:
 
 
 def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], split: str, block_length: int,
-                   engine: str, stutter_gap: int):
+                   engine: str, stutter_gap: int, threshold: float = 0.9):
     """The ``Generator`` an evaluation decodes with, once every argument is known to be usable: a bad mode,
     family, split or sampler setting raises ``StructgenError`` before anything is decoded or written."""
     from ..sampler import Generator
@@ -202,29 +209,33 @@ def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], spli
     for fam in families:
         family_module(fam)  # ConfigError for a family that does not exist
     check_split(split)
+    if not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
+        raise StructgenError(f"the commit threshold must be in (0, 1], got {threshold!r}; 0.9 is the default")
     return Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap)
 
 
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
              seed: int = 1234, modes: Iterable[str] = tuple(MODES), block_length: int = 32,
              split: str = "heldout", on_example: Callable[[Scored], None] | None = None,
-             engine: str = "auto", stutter_gap: int = 2) -> list[Row]:
+             engine: str = "auto", stutter_gap: int = 2, threshold: float = 0.9) -> list[Row]:
     """Decode ``n`` examples of ``split`` (held-out templates by default; ``"train"`` measures how well the
     training templates were fitted) per family under each mode and score them (see the module doc).
     ``engine`` is the constrained modes' engine ("auto", "automaton" or "grammar"; unconstrained decoding
     always uses the automaton for its any-text language); ``stutter_gap`` is the sampler's no-stutter rule
-    (``sampler.policy``; 0 = plain threshold commits)."""
+    (``sampler.policy``; 0 = plain threshold commits); ``threshold`` the threshold modes' commit threshold."""
     from .data import examples as family_examples
 
     families, modes = list(families), list(modes)
     gen = eval_generator(model, families=families, modes=modes, split=split, block_length=block_length,
-                         engine=engine, stutter_gap=stutter_gap)
+                         engine=engine, stutter_gap=stutter_gap, threshold=threshold)
     rows: list[Row] = []
     for fam in families:
         exs = family_examples(fam, split, n, seed)
         for mode in modes:
             settings = dict(MODES[mode])
             constrained = settings.pop("constrained")
+            if settings["threshold"] is not None:
+                settings["threshold"] = threshold
             if settings.get("ground") and fam not in GROUNDED_FAMILIES:
                 continue
             scored: list[Scored] = []
