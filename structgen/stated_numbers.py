@@ -48,16 +48,17 @@ _NOT_COUNTS = re.compile(r"\d{4}-\d{2}-\d{2}(?:T[\d:]+(?:Z|[+-]\d{2}:\d{2})?)?|\
 _NOTED_NOT_COUNTS = re.compile(r"\d{4}-|\d{2}:|[+-]\d{2}:|Z$")
 
 
-def _count(m: re.Match) -> float | None:
+def _count(m: re.Match) -> int | float:
     if m["num"]:
-        return float(m["num"].replace(",", ""))
+        digits = m["num"].replace(",", "")
+        return float(digits) if "." in digits else int(digits)  # an int keeps every digit of a long numeral
     if m["word"]:
-        return float(WORDS[m["word"].lower().split()[-1]])
-    return 1.0
+        return WORDS[m["word"].lower().split()[-1]]
+    return 1
 
 
-def _plain(v: float) -> int | float:
-    return int(v) if v == int(v) else round(v, 10)
+def _plain(v: int | float) -> int | float:
+    return v if isinstance(v, int) else int(v) if v == int(v) else round(v, 10)
 
 
 @functools.lru_cache(maxsize=256)
@@ -71,7 +72,7 @@ def stated_numbers(text: str) -> list[int | float]:
     def free(m: re.Match) -> bool:
         return not any(a < m.end() and m.start() < b for a, b in blocked)
 
-    found: list[tuple[int, float]] = []
+    found: list[tuple[int, int | float]] = []
     for m in _DURATION.finditer(text):
         if not free(m):
             continue

@@ -20,6 +20,7 @@ def test_numerals_words_and_multipliers():
     assert stated_numbers(text) == [117000, 3, 28220.12, -5, 12, 12000]
     assert stated_numbers("twenty-five people, seven seats, 2.5 million euros, 3-3 draw") == [25, 7, 2500000, 3]
     assert all(isinstance(v, int) for v in stated_numbers("3 and 117,000 and 12k"))
+    assert stated_numbers("order 12345678901234567890") == [12345678901234567890]  # every digit kept
 
 
 def test_durations_state_their_minutes_or_days_beside_their_count():
