@@ -236,7 +236,7 @@ def test_pasted_tool_set_shows_the_boundary_state_and_the_policy_decision(page, 
     assert page.errors == []
 
 
-def test_values_from_the_prompt_ground_the_run(page):
+def test_values_from_the_prompt_ground_the_run(page, tmp_path):
     """The "Values from the prompt" box runs with ``ground``: the person's strings are parts of the prompt and
     its age the number the prompt states, and the page says the run was grounded; grammars cannot tick it."""
     page.check("input[name=kind][value=grammar]")
@@ -256,6 +256,7 @@ def test_values_from_the_prompt_ground_the_run(page):
     if not result["fallback"]:
         value = json.loads(page.inner_text("#result-value"))
         assert value["name"] in prompt and value["city"] in prompt and value["age"] == 41
+    _shot(page, tmp_path, "playground-grounded.png", full_page=True)
     page.uncheck("#ground")
     assert page.errors == []
 
