@@ -1,7 +1,7 @@
 """The numbers a text states: what ``generate(..., ground=True)`` lets a number field hold (``structgen.grounding``).
 
     >>> stated_numbers("Volvo XC60, 117,000 km, 3 owners, asking €28,220.12; viewing for an hour and a half")
-    [60, 90, 117000, 3, 28220.12, 1.5]
+    [117000, 3, 28220.12, 90, 1.5]
 
 Read, in order of appearance (each value once; the converted forms of a duration first):
 
@@ -40,8 +40,8 @@ _COUNT = rf"(?P<num>{_NUMERAL})|(?P<word>(?:a\s+)?(?:{_WORD}))|(?P<one>an?)"
 _NUMBER = re.compile(rf"(?<![\w.,])(?P<sign>-(?=\d))?(?:{_COUNT})"
                      rf"(?:\s?(?P<mult>k|thousand|million|bn|billion)(?!\w)|(?(num)(?!\d)|(?!\w)))",
                      re.IGNORECASE)
-_DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{_COUNT})\s*(?P<unit>h|hrs?|hours?|weeks?)(?![\w])"
-                       rf"(?P<and_half>\s+and\s+a\s+half)?", re.IGNORECASE)
+_DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{_COUNT})"
+                       rf"\s*(?P<unit>h|hrs?|hours?|weeks?)(?![\w])(?P<and_half>\s+and\s+a\s+half)?", re.IGNORECASE)
 #: spans whose digits are no count: ISO dates and date-times, clock times, e-mail addresses
 _NOT_COUNTS = re.compile(r"\d{4}-\d{2}-\d{2}(?:T[\d:]+(?:Z|[+-]\d{2}:\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?"
                          r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
