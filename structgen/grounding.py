@@ -42,7 +42,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .spec import JsonSchema
-from .stated_numbers import stated_numbers
+from .stated_numbers import number_mentions, stated_numbers
 
 GROUND_KEY = "x-structgen-quoted-from"
 STATED_KEY = "x-structgen-stated-in"  # a date, date-time, patterned or number value the source states
@@ -192,6 +192,71 @@ def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
         return {k: v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS) for k, v in node.items()}
 
     return walk(schema, True)
+
+
+def stated_leaves(schema: Any, value: Any, path: tuple = ()):
+    """``(path, value)`` of every value in ``value`` that a marked ``schema`` holds to what its source states
+    (``STATED_KEY``: a date, code or number; an e-mail under ``GROUND_KEY``), found through ``properties``,
+    ``items``, local ``$ref``s, ``allOf`` and the first ``anyOf``/``oneOf`` branch the value is valid
+    against."""
+    from jsonschema import Draft202012Validator
+
+    root = Draft202012Validator(schema)
+
+    def walk(node: Any, v: Any, at: tuple):
+        if not isinstance(node, dict):
+            return
+        if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
+            yield from walk(_local(schema, node["$ref"]), v, at)
+        if STATED_KEY in node or (GROUND_KEY in node and node.get("format") == "email"):
+            yield at, v
+            return
+        for branch in node.get("allOf", []):
+            yield from walk(branch, v, at)
+        for key in ("anyOf", "oneOf"):
+            branch = next((b for b in node.get(key, []) if root.evolve(schema=b).is_valid(v)), None)
+            if branch is not None:
+                yield from walk(branch, v, at)
+        if isinstance(v, dict):
+            for k, sub in node.get("properties", {}).items():
+                if k in v:
+                    yield from walk(sub, v[k], at + (k,))
+        elif isinstance(v, list) and isinstance(node.get("items"), dict):
+            for i, x in enumerate(v):
+                yield from walk(node["items"], x, at + (i,))
+
+    yield from walk(schema, value, path)
+
+
+def _local(schema: Any, ref: str) -> Any:
+    """The subschema a local ``$ref`` names (``{}`` when there is none)."""
+    node = schema
+    for part in ref.lstrip("#/").split("/"):
+        node = node.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(node, dict) else {}
+    return node
+
+
+def mentions(value: Any, source: str) -> int:
+    """How many times ``source`` states ``value`` (a number: ``stated_numbers.number_mentions``; a string:
+    its occurrences in the text and its notes' values, ``quotable``); at least 1."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return max(1, number_mentions(source).get(value, 1))
+    return max(1, quotable(source).count(value)) if isinstance(value, str) else 1
+
+
+def repeated_values(schema: Any, value: Any) -> list[tuple[Any, int, list[tuple]]]:
+    """``(value, mentions, paths)`` of each stated value (``stated_leaves``) written more often than its
+    source states it, its paths in document order: ``{"from": "SEK", "to": "SEK"}`` for "Convert 1,250
+    Swedish kronor to euros" gives ``[("SEK", 1, [("from",), ("to",)])]``. A value stated twice ("3-3") may
+    be written twice."""
+    source = source_of(schema, (STATED_KEY, GROUND_KEY))
+    if source is None:
+        return []
+    groups: dict[str, tuple[Any, list[tuple]]] = {}
+    for at, v in stated_leaves(schema, value):
+        key = repr(v) if not isinstance(v, (int, float)) or isinstance(v, bool) else repr(float(v))
+        groups.setdefault(key, (v, []))[1].append(at)
+    return [(v, n, paths) for v, paths in groups.values() if len(paths) > (n := mentions(v, source))]
 
 
 def source_of(schema: Any, keys: tuple[str, ...] = (GROUND_KEY, STATED_KEY)) -> str | None:

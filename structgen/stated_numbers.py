@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["stated_numbers"]
+__all__ = ["number_mentions", "stated_numbers"]
 
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
           "sixteen seventeen eighteen nineteen").split()
@@ -61,9 +61,15 @@ def _plain(v: int | float) -> int | float:
     return v if isinstance(v, int) else int(v) if v == int(v) else round(v, 10)
 
 
-@functools.lru_cache(maxsize=256)
 def stated_numbers(text: str) -> list[int | float]:
     """The numbers ``text`` states (see the module doc), in order, each once: integers as ``int``."""
+    return list(number_mentions(text))
+
+
+@functools.lru_cache(maxsize=256)
+def number_mentions(text: str) -> dict[int | float, int]:
+    """How many times ``text`` states each of its numbers, in order of first mention (a duration's count
+    and its minutes are one mention each)."""
     from .request_notes import notes
 
     blocked = [(m.start(), m.end()) for m in _NOT_COUNTS.finditer(text)]
@@ -86,5 +92,7 @@ def stated_numbers(text: str) -> list[int | float]:
             continue
         n = _count(m) * _MULTIPLIERS.get((m["mult"] or "").lower(), 1)
         found.append((m.start(), -n if m["sign"] else n))
-    found.sort(key=lambda x: x[0])
-    return list(dict.fromkeys(_plain(v) for _, v in found))
+    counts: dict[int | float, int] = {}
+    for _, v in sorted(dict.fromkeys((at, _plain(v)) for at, v in found), key=lambda x: x[0]):
+        counts[v] = counts.get(v, 0) + 1
+    return counts

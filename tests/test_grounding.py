@@ -365,6 +365,60 @@ def test_random_logits_json_values_are_quoted_and_valid(tok4k, seed):
         assert v["name"] in REQUEST and v["city"] in REQUEST and len(v["name"]) <= 40 and v["age"] == 41
 
 
+# --------------------------------------------------------------------------- values stated once, written twice
+CONVERT = {"type": "object", "properties": {
+    "amount": {"type": "number", "exclusiveMinimum": 0},
+    "from_currency": {"type": "string", "pattern": "^[A-Z]{3}$"},
+    "to_currency": {"$ref": "#/$defs/code"},
+    "cc": {"type": "array", "items": {"type": "string", "format": "email"}}},
+    "required": ["amount", "from_currency", "to_currency"], "additionalProperties": False,
+    "$defs": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}}}
+
+
+def test_repeated_values_are_the_stated_values_written_more_often_than_stated():
+    from structgen.agent.tools import tool_call_spec
+    from structgen.grounding import mentions, repeated_values, stated_leaves
+
+    text = "Convert 1,250 Swedish kronor to euros, cc ana@example.org"
+    g = Grounded(sg.JsonSchema(CONVERT), text).schema
+    v = {"amount": 1250, "from_currency": "SEK", "to_currency": "SEK", "cc": ["ana@example.org"] * 2}
+    assert [p for p, _ in stated_leaves(g, v)] == [("amount",), ("from_currency",), ("to_currency",), ("cc", 0),
+                                                   ("cc", 1)]  # through the $ref and the items
+    assert repeated_values(g, v) == [("SEK", 1, [("from_currency",), ("to_currency",)]),
+                                     ("ana@example.org", 1, [("cc", 0), ("cc", 1)])]
+    assert repeated_values(g, {**v, "to_currency": "EUR", "cc": []}) == []
+    assert repeated_values(sg.JsonSchema(CONVERT).schema, v) == []  # nothing grounded: nothing to count
+    score = {"type": "object", "properties": {"home": {"type": "integer"}, "away": {"type": "integer"}}}
+    g = Grounded(sg.JsonSchema(score), "Benfica 3-3 Ajax, 2 red cards").schema
+    assert mentions(3, "Benfica 3-3 Ajax") == 2
+    assert repeated_values(g, {"home": 3, "away": 3}) == []  # stated twice, written twice
+    assert repeated_values(g, {"home": 2, "away": 2}) == [(2, 1, [("home",), ("away",)])]
+    call = Grounded(tool_call_spec(TOOLS), "Find flights from Lima (LIM) to Oslo (OSL) on March 3rd 2027").schema
+    args = {"origin": "OSL", "destination": "OSL", "date": "2027-03-03"}
+    assert repeated_values(call, {"name": "search_flights", "arguments": args}) == [
+        ("OSL", 1, [("arguments", "origin"), ("arguments", "destination")])]  # the anyOf branch of the tool
+
+
+def test_a_value_stated_once_and_written_twice_is_redone_once(tok4k):
+    """A model that insists on ``SEK`` for both currencies: after the answer is valid, the later ``SEK``
+    (both were placed in the same step) is re-masked, ruled out there, and decoded again: ``EUR``, the
+    other currency the request states; a trace event says why. An answer without repeats is not redone."""
+    from scripted_model import ScriptedLogits
+
+    text = "Convert 1,250 Swedish kronor to euros"
+    model = ScriptedLogits(tok4k, '{"amount": 1250, "from_currency": "SEK", "to_currency": "SEK"}')
+    r = sg.Generator(model).generate(text, sg.JsonSchema(CONVERT), 48, ground=True, trace=True)
+    assert r.valid and not r.fallback and json.loads(r.text) == {"amount": 1250, "from_currency": "SEK",
+                                                                 "to_currency": "EUR"}
+    notes = [e.note for e in r.trace if e.kind == "remask"]
+    assert notes == ["stated once, written again: 'SEK' at /to_currency"]
+    plain = sg.Generator(model).generate(text, sg.JsonSchema(CONVERT), 48, trace=True)  # not grounded
+    assert json.loads(plain.text)["to_currency"] == "SEK" and not any(e.kind == "remask" for e in plain.trace)
+    once = ScriptedLogits(tok4k, '{"amount": 1250, "from_currency": "SEK", "to_currency": "EUR"}')
+    r = sg.Generator(once).generate(text, sg.JsonSchema(CONVERT), 48, ground=True, trace=True)
+    assert json.loads(r.text)["to_currency"] == "EUR" and not any(e.kind == "remask" for e in r.trace)
+
+
 # ------------------------------------------------------------------------------------------ validator
 def test_the_validator_names_the_value_that_is_not_quoted():
     from structgen.validators import validators_for

@@ -16,6 +16,10 @@ it wrote up to there, closed. Then
 ``GenerationError`` (``generate(..., strict=False)`` returns the invalid result instead). A dead end
 (``DeadEnd``: the grammar engine's committed prefix cannot be finished inside the canvas) uses the same
 rounds: the generator re-masks from before the dead end, further back each round, and denoises again.
+
+A valid grounded answer (``ground=True``) that writes a value the request states once in two places (both
+currencies ``SEK``) gets one more pass, ``_spread_repeats``: the occurrences the model placed later are
+redone with their value ruled out there, and the new answer is kept if it is valid with fewer repeats.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from ..grounding import ground as ground_spec
 from ..spec import JsonSchema, Regex, Spec, as_spec
 from .events import StepEvent
 from .loop import LoopStats, denoise
-from .policy import CommitPolicy
+from .policy import ECHO_PENALTY, CommitPolicy
 from .repair import backoff_positions, complete_prefix, finish_prefix, positions_to_remask, remask
 from .result import Result
 
@@ -190,6 +194,10 @@ class Generator:
                 stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
                                         positions=pos, text=text,
                                         note="; ".join(i.message for i in issues)[:500]))
+        if not issues and not used_fallback and constrained and s["max_repair_rounds"]:
+            ids, text = self._spread_repeats(spec, checks, canvas, text, stats, lambda pen: denoise(
+                model, prompt_ids, session, canvas, policy, temperature=s["temperature"], gen=gen, penalty=pen,
+                stats=stats, decode=decode))
         valid = not issues
         value = None
         if valid and spec.kind == "json":
@@ -209,6 +217,62 @@ class Generator:
                 "Try a larger max_tokens, a different seed, or a model trained for this task.",
                 text=text, errors=result.errors)
         return result
+
+    def _spread_repeats(self, spec: Spec, checks, canvas: torch.Tensor, text: str, stats: LoopStats,
+                        redo: Callable) -> tuple[list[int], str]:
+        """One more pass for a grounded answer that writes a value the request states once in two places
+        (``{"from_currency": "SEK", "to_currency": "SEK"}`` for "Convert 1,250 Swedish kronor to euros";
+        ``grounding.repeated_values``): every occurrence but the one the sampler placed first (the one the
+        model was surest of; ties: the first in the text) is redone. The output from the first of them on is
+        re-masked (a value may take more or fewer tokens than the one it replaces), the tokens they held are
+        ruled out where they stood wherever anything else may stand (``ECHO_PENALTY``), and the canvas is
+        denoised again (``redo(penalty)``). The new answer is kept when it passes every validator and repeats
+        fewer values; else the first stays. Returns (ids, text) of the answer kept."""
+        from ..grounding import repeated_values
+        from ..validators import parse_with_spans, run_validators
+
+        ids = canvas.tolist()
+        if getattr(spec, "quoted_from", None) is None:
+            return ids, text
+        value, spans = parse_with_spans(text)
+        groups = repeated_values(spec.schema, value)
+        if not groups:
+            return ids, text
+        offsets = self.vocab.token_offsets(ids)
+
+        def tokens_of(path) -> list[int]:
+            s0, e = spans[path]
+            return [i for i, (a, b) in enumerate(offsets) if b > a and a < e and b > s0]
+
+        def placed(path) -> int:  # the step that placed the value's first token: the surest occurrence first
+            first = tokens_of(path)[:1]
+            return int(stats.placed_at[first[0]]) if first and stats.placed_at is not None else 0
+
+        repeats = [(path, v) for v, n, paths in groups for path in sorted(paths, key=placed)[n:]]
+        spots = sorted({i for path, _ in repeats for i in tokens_of(path)})
+        before = canvas.clone()
+        penalty = torch.zeros(canvas.shape[0], self.vocab.size, device=canvas.device)
+        # the value there may take more or fewer tokens: everything from the first repeat on is redone
+        pos = list(range(min(spots), canvas.shape[0]))
+        old = canvas[spots]
+        remask(canvas, pos, torch.zeros_like(penalty))
+        penalty[spots, old] = ECHO_PENALTY  # the old tokens only where nothing else may stand
+        if stats.wants_events:
+            stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
+                                    positions=pos, text=text, note="stated once, written again: " + ", ".join(
+                                        f"{v!r} at /{'/'.join(map(str, p))}" for p, v in repeats)[:480]))
+        try:
+            redo(penalty)
+        except DeadEnd:
+            canvas.copy_(before)
+            return ids, text
+        new_text = self.vocab.decode(canvas.tolist())
+        left = repeated_values(spec.schema, parse_with_spans(new_text)[0]) if not run_validators(checks, new_text) \
+            else None
+        if left is not None and sum(len(p) - n for _, n, p in left) < len(repeats):
+            return canvas.tolist(), new_text
+        canvas.copy_(before)
+        return ids, text
 
     def _salvage(self, spec: Spec, constraint, checks, canvas: torch.Tensor, dead, stats: LoopStats) -> str | None:
         """The last resort of a ``salvage`` spec (see the module docstring): cut the canvas at the longest

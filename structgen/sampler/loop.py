@@ -21,8 +21,15 @@ class LoopStats:
     steps: int = 0
     forced: int = 0  # forced commits, EOS tail included (see ``forced_at`` for the final canvas)
     forced_at: torch.Tensor | None = None  # bool [T]: the position's current token was forced
+    placed_at: torch.Tensor | None = None  # long [T]: the step that placed the position's current token
     on_step: Callable[[StepEvent], None] | None = None  # called with every step event
     record: bool = False  # keep the step events in ``events``
+
+    def placed(self, where: torch.Tensor, size: int) -> None:
+        """Record that the tokens at ``where`` (a bool mask or positions) were placed by the coming step."""
+        if self.placed_at is None:
+            self.placed_at = torch.full((size,), -1, dtype=torch.long, device=where.device)
+        self.placed_at[where] = self.steps
 
     @property
     def wants_events(self) -> bool:
@@ -79,6 +86,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
             if not bool(new.any()):
                 break
             canvas[new] = fz[new]
+            stats.placed(new, T)
             stats.forced += int(new.sum())
             if stats.forced_at is None:
                 stats.forced_at = torch.zeros(T, dtype=torch.bool, device=device)
@@ -115,6 +123,7 @@ def denoise(model, prompt_ids: torch.Tensor, session: ConstraintSession, canvas:
         prop.eligible[w1:] = False
         pos = policy.choose(prop, worded, blank)
         canvas[pos] = prop.tokens[pos]
+        stats.placed(pos, T)
         if stats.forced_at is not None:
             stats.forced_at[pos] = False
         stats.constraint_s += time.perf_counter() - t0
