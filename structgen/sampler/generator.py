@@ -251,6 +251,13 @@ class Generator:
         repeats = [(path, v) for v, n, paths in groups for path in sorted(paths, key=placed)[n:]]
         spots = sorted({i for path, _ in repeats for i in tokens_of(path)})
         before = canvas.clone()
+        forced_before = None if stats.forced_at is None else stats.forced_at.clone()
+
+        def keep_first() -> tuple[list[int], str]:  # the first answer stays, and so do its forced-token marks
+            canvas.copy_(before)
+            stats.forced_at = forced_before
+            return ids, text
+
         penalty = torch.zeros(canvas.shape[0], self.vocab.size, device=canvas.device)
         # the value there may take more or fewer tokens: everything from the first repeat on is redone
         pos = list(range(min(spots), canvas.shape[0]))
@@ -264,15 +271,13 @@ class Generator:
         try:
             redo(penalty)
         except DeadEnd:
-            canvas.copy_(before)
-            return ids, text
+            return keep_first()
         new_text = self.vocab.decode(canvas.tolist())
         left = repeated_values(spec.schema, parse_with_spans(new_text)[0]) if not run_validators(checks, new_text) \
             else None
         if left is not None and sum(len(p) - n for _, n, p in left) < len(repeats):
             return canvas.tolist(), new_text
-        canvas.copy_(before)
-        return ids, text
+        return keep_first()
 
     def _salvage(self, spec: Spec, constraint, checks, canvas: torch.Tensor, dead, stats: LoopStats) -> str | None:
         """The last resort of a ``salvage`` spec (see the module docstring): cut the canvas at the longest
