@@ -201,13 +201,18 @@ def stated_leaves(schema: Any, value: Any, path: tuple = ()):
     against."""
     from jsonschema import Draft202012Validator
 
+    from .constraints.json_regex import AutomatonUnsupported, resolve_ref
+
     root = Draft202012Validator(schema)
 
     def walk(node: Any, v: Any, at: tuple):
         if not isinstance(node, dict):
             return
-        if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
-            yield from walk(_local(schema, node["$ref"]), v, at)
+        if isinstance(node.get("$ref"), str):
+            try:
+                yield from walk(resolve_ref(node["$ref"], schema), v, at)
+            except AutomatonUnsupported:  # not a local reference: nothing grounded behind it
+                pass
         if STATED_KEY in node or (GROUND_KEY in node and node.get("format") == "email"):
             yield at, v
             return
@@ -226,14 +231,6 @@ def stated_leaves(schema: Any, value: Any, path: tuple = ()):
                 yield from walk(node["items"], x, at + (i,))
 
     yield from walk(schema, value, path)
-
-
-def _local(schema: Any, ref: str) -> Any:
-    """The subschema a local ``$ref`` names (``{}`` when there is none)."""
-    node = schema
-    for part in ref.lstrip("#/").split("/"):
-        node = node.get(part.replace("~1", "/").replace("~0", "~"), {}) if isinstance(node, dict) else {}
-    return node
 
 
 def mentions(value: Any, source: str) -> int:
