@@ -123,7 +123,7 @@ def eval_(
     model: Optional[str] = typer.Option(None, "--model", help="Model directory (default: the embedded model)."),
     n: int = typer.Option(50, "-n", help="Held-out examples per family."),
     families: str = typer.Option("json,tool,sql,alert", "--families", help="Comma-separated task families."),
-    modes: str = typer.Option("constrained,unconstrained,one-token,grounded", "--modes",
+    modes: str = typer.Option("constrained,unconstrained,one-token,grounded", "--modes",  # DEFAULT_MODES
                              help="Decoding modes to compare (grounded: JSON and tool calls only; "
                              "grounded-one-token: its one-token reference)."),
     out_dir: Path = typer.Option(Path("eval-out"), "--out", help="Folder for eval.json, eval.md and eval.svg."),

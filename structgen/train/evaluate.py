@@ -10,7 +10,7 @@ Modes (one model, the same prompts):
   extraction and tool calls only (SQL and alert rules are no JSON to ground), so those families get no row
   for it;
 * ``grounded-one-token`` — ``grounded`` one token per model call: the accuracy reference of grounded
-  decoding (not in the CLI's default modes).
+  decoding (not in ``DEFAULT_MODES``).
 
 ``threshold`` (``structgen eval --threshold``) is the commit threshold of the threshold modes
 (``constrained``, ``unconstrained``, ``grounded``): fewer model calls below 0.9, at some accuracy.
@@ -42,6 +42,9 @@ MODES: dict[str, dict[str, Any]] = {
     "grounded": {"constrained": True, "threshold": 0.9, "tokens_per_step": None, "ground": True},
     "grounded-one-token": {"constrained": True, "threshold": None, "tokens_per_step": 1, "ground": True},
 }
+
+#: the modes an evaluation decodes unless told otherwise (``structgen eval``'s default too)
+DEFAULT_MODES = ("constrained", "unconstrained", "one-token", "grounded")
 
 #: the families whose answers quote the request (JSON Schema specs): the ``grounded`` mode decodes these only
 GROUNDED_FAMILIES = ("json", "tool")
@@ -215,7 +218,7 @@ def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], spli
 
 
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
-             seed: int = 1234, modes: Iterable[str] = tuple(MODES), block_length: int = 32,
+             seed: int = 1234, modes: Iterable[str] = DEFAULT_MODES, block_length: int = 32,
              split: str = "heldout", on_example: Callable[[Scored], None] | None = None,
              engine: str = "auto", stutter_gap: int = 2, threshold: float = 0.9) -> list[Row]:
     """Decode ``n`` examples of ``split`` (held-out templates by default; ``"train"`` measures how well the
