@@ -176,13 +176,11 @@ def _grounded_regex(node: dict) -> str:
 
     if STATED_KEY in node:
         values = stated_for(node, node[STATED_KEY])
-        if node.get("type") != "string" and node.get("type") != ["string"]:  # numbers, written as JSON does
-            return "(" + "|".join(re.escape(json.dumps(v)) for v in values) + ")"
     elif node.get("format") == "email":
         values = emails_in(node[GROUND_KEY], node.get("pattern"))
     else:
         return body_regex()
-    return '"(' + "|".join(re.escape(json.dumps(v, ensure_ascii=False)[1:-1]) for v in values) + ')"'
+    return "(" + "|".join(re.escape(json.dumps(v, ensure_ascii=False)) for v in values) + ")"
 
 
 def put_back(regex: str, subs: dict[str, str]) -> str:
