@@ -56,7 +56,7 @@ class CommitPolicy:
         if self.threshold is None and self.tokens_per_step is None:
             raise ConfigError("set either threshold (e.g. 0.9) or tokens_per_step (e.g. 2)")
         if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
-            raise ConfigError(f"threshold must be in (0, 1], got {self.threshold}")
+            raise ConfigError(f"the commit threshold must be in (0, 1], got {self.threshold}; 0.9 is the default")
         if self.tokens_per_step is not None and self.tokens_per_step < 1:
             raise ConfigError(f"tokens_per_step must be >= 1, got {self.tokens_per_step}")
         if isinstance(self.stutter_gap, bool) or not isinstance(self.stutter_gap, int) or self.stutter_gap < 0:

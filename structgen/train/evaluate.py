@@ -212,9 +212,8 @@ def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], spli
     for fam in families:
         family_module(fam)  # ConfigError for a family that does not exist
     check_split(split)
-    if not (isinstance(threshold, (int, float)) and 0 < threshold <= 1):
-        raise StructgenError(f"the commit threshold must be in (0, 1], got {threshold!r}; 0.9 is the default")
-    return Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap)
+    # the sampler's own settings check refuses a threshold out of (0, 1]
+    return Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap, threshold=threshold)
 
 
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
