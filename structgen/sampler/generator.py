@@ -259,11 +259,10 @@ class Generator:
             return ids, text
 
         penalty = torch.zeros(canvas.shape[0], self.vocab.size, device=canvas.device)
+        penalty[spots, canvas[spots]] = ECHO_PENALTY  # the old tokens only where nothing else may stand
         # the value there may take more or fewer tokens: everything from the first repeat on is redone
         pos = list(range(min(spots), canvas.shape[0]))
-        old = canvas[spots]
-        remask(canvas, pos, torch.zeros_like(penalty))
-        penalty[spots, old] = ECHO_PENALTY  # the old tokens only where nothing else may stand
+        canvas[pos] = MASK
         if stats.wants_events:
             stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
                                     positions=pos, text=text, note="stated once, written again: " + ", ".join(
