@@ -42,9 +42,9 @@ _NUMBER = re.compile(rf"(?<![\w.,])(?P<sign>-(?=\d))?(?:{_COUNT})"
                      re.IGNORECASE)
 _DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{_COUNT})"
                        rf"\s*(?P<unit>h|hrs?|hours?|weeks?)(?![\w])(?P<and_half>\s+and\s+a\s+half)?", re.IGNORECASE)
-#: spans whose digits are no count: ISO dates and date-times, clock times, e-mail addresses
-_NOT_COUNTS = re.compile(r"\d{4}-\d{2}-\d{2}(?:T[\d:]+(?:Z|[+-]\d{2}:\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?"
-                         r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+#: spans whose digits are no count: ISO dates and date-times, clock times (and e-mail addresses: the
+#: automaton's own form, ``constraints.placeholders.EMAIL``)
+_NOT_COUNTS = re.compile(r"\d{4}-\d{2}-\d{2}(?:T[\d:]+(?:Z|[+-]\d{2}:\d{2})?)?|\d{1,2}:\d{2}(?::\d{2})?")
 _NOTED_NOT_COUNTS = re.compile(r"\d{4}-|\d{2}:|[+-]\d{2}:|Z$")
 
 
@@ -70,9 +70,11 @@ def stated_numbers(text: str) -> list[int | float]:
 def number_mentions(text: str) -> dict[int | float, int]:
     """How many times ``text`` states each of its numbers, in order of first mention (a duration's count
     and its minutes are one mention each)."""
+    from .constraints.placeholders import EMAIL
     from .request_notes import notes
 
-    blocked = [(m.start(), m.end()) for m in _NOT_COUNTS.finditer(text)]
+    blocked = [m.span() for m in _NOT_COUNTS.finditer(text)]
+    blocked += [m.span() for m in re.finditer(EMAIL, text, re.IGNORECASE)]
     blocked += [(a, b) for a, b, value in notes(text) if _NOTED_NOT_COUNTS.match(value)]
 
     def free(m: re.Match) -> bool:
