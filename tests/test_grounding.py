@@ -52,7 +52,7 @@ def test_the_source_is_read_as_json_writes_it():
     assert escaped('say "hi" C:\\x é')[0] == 'say \\"hi\\" C:\\\\x é'.encode()
 
 
-WORDS = st.text(alphabet="ab /=\"\\é\n", max_size=20)
+WORDS = st.text(alphabet="ab1 /=\"\\é\n,.-(", max_size=20)
 
 
 @HYP
@@ -79,7 +79,8 @@ def test_a_long_document_is_held_to_substrings_by_the_suffix_automaton(monkeypat
     qa_mod.word_rule.cache_clear()
     try:
         qa = QuoteAutomaton.for_text(text)
-        assert qa.final.all() and is_quoted("tmp/dump", text) and not is_quoted("tmp/dumps", text)
+        assert qa.final[1:].all() and not qa.final[0]  # every substring but the empty one
+        assert is_quoted("tmp/dump", text) and not is_quoted("tmp/dumps", text) and not is_quoted("", text)
         walked = qa.walk([b"tmp/dump", b"tmp/dumps"])
         assert walked[0, 0] >= 0 and walked[0, 1] < 0
     finally:
@@ -88,11 +89,11 @@ def test_a_long_document_is_held_to_substrings_by_the_suffix_automaton(monkeypat
 
 def test_a_quoted_part_is_whole_words():
     text = "Erase /tmp/dump.sql now; key=Alpenglow AG (re: Hi!) 3 chairs, “Der Weg” #A-82128 'Kickoff'"
-    for ok in ["/tmp/dump.sql", "Alpenglow AG", "Hi!", "Hi", "chairs", "Erase /tmp", "Der Weg", "A-82128",
-               "Kickoff", "/tmp/dump", ""]:
+    for ok in ["/tmp/dump.sql", "Alpenglow AG", "Hi!", "Hi", "chairs", "Erase /tmp/dump.sql", "Der Weg", "A-82128",
+               "Kickoff", "/tmp/dump.sql now"]:
         assert is_quoted(ok, text), ok
     for bad in ["tmp/dump.sql", "dump.sql", "lpenglow", "/tmp/dump.sql ", "hairs", " now", "chair", "Alpen",
-                "82128"]:
+                "82128", "", "/tmp/dump", "Erase /tmp", "3 chairs,", "AG (", "A-"]:  # not inside a joined word
         assert not is_quoted(bad, text), bad
 
 
@@ -221,7 +222,7 @@ def person(tok4k, vocab):
     ("Mar", "Porto", False),  # and ends at one
     ("Maria ", "Porto", False),  # not with a space
     ('\\"C:\\\\Users\\\\Søren\\\\plan.txt\\"', "Porto", True),  # quotes and backslashes, JSON-escaped
-    ("", "Porto", True),  # the empty string is a part of any text
+    ("", "Porto", False),  # the empty string is no part
     ("Maria Lopes", "Porto", False),
     ("Maria", "Lisbon", False),
     ("Maria  Lopez", "Porto", False),
@@ -242,7 +243,8 @@ def test_tokens_that_hold_quotes_are_checked_string_by_string(tok4k, vocab):
     ok = '{"a":"Oslo","b":"Bergen"}'
     pieces = [tok4k.decode([i]) for i in tok4k(ok, add_special_tokens=False)["input_ids"]]
     assert any(p.count('"') >= 2 for p in pieces), pieces  # the case under test is there
-    assert _accepts(c, tok4k, ok) and _accepts(c, tok4k, '{"a":"Bergen","b":""}')
+    assert _accepts(c, tok4k, ok) and _accepts(c, tok4k, '{"a":"Bergen","b":"Oslo and"}')
+    assert not _accepts(c, tok4k, '{"a":"Bergen","b":""}')  # no empty value
     for bad in ['{"a":"Oslo","b":"Bergenx"}', '{"a":"Osl","b":"Bergen"}', '{"a":"x","b":"Bergen"}']:
         assert not _accepts(c, tok4k, bad), bad
 
@@ -377,7 +379,7 @@ CONVERT = {"type": "object", "properties": {
 
 def test_repeated_values_are_the_stated_values_written_more_often_than_stated():
     from structgen.agent.tools import tool_call_spec
-    from structgen.grounding import mentions, repeated_values, stated_leaves
+    from structgen.repeats import mentions, repeated_values, stated_leaves
 
     text = "Convert 1,250 Swedish kronor to euros, cc ana@example.org"
     g = Grounded(sg.JsonSchema(CONVERT), text).schema

@@ -6,16 +6,18 @@ without its first ``/`` (``"tmp/dump.sql"`` out of ``/tmp/dump.sql``), a value c
 all of which run 11 wrote. So a quoted part must **start at a word** (the text's first character, or one
 after whitespace or after punctuation that is not a ``JOINERS`` character: ``/tmp`` starts at its ``/``,
 never at ``tmp``; ``#A-82128`` at ``A``) and **end at a word's end** (after a character that is not
-whitespace, where a letter or digit is not followed by another). ``chair`` out of ``chairs`` is therefore not
-a quote: a singular is a conversion. ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it over the
-text as a JSON string body writes it (escaped, UTF-8), for ``grounded_dfa``'s product:
+whitespace nor a comma, semicolon or opening bracket, where a letter or digit is not followed by another,
+and not inside a joined word: ``2025-`` of ``2025-10-01``, ``7`` of ``7.5`` and ``117`` of ``117,000`` are no
+parts). ``chair`` out of ``chairs`` is therefore not a quote: a singular is a conversion. A part is never
+empty: ``""`` says nothing the request says. ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
+over the text as a JSON string body writes it (escaped, UTF-8), for ``grounded_dfa``'s product:
 
 * the trie of the escaped suffixes that start at a word, minimised by merging nodes with the same
   finality and the same children (a suffix trie's tails are shared, so this stays a few times the text's
-  length, not its square); ``final`` marks where a value may end (and the empty value);
+  length, not its square); ``final`` marks where a value may end (never at the empty value);
 * for a text whose trie would pass ``MAX_TRIE`` nodes (a long document passed as ``ground=``), the suffix
-  automaton of every substring instead (``SuffixAutomaton``, at most ``2n`` states, every state final), and
-  ``is_quoted`` is then plain ``in``: ``word_rule`` says which.
+  automaton of every substring instead (``SuffixAutomaton``, at most ``2n`` states, every state but the
+  empty one final), and ``is_quoted`` is then plain ``in`` (of a non-empty value): ``word_rule`` says which.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import numpy as np
 
 JOINERS = "/\\.-_@"  # characters inside a word or a path: a part does not start right after one
+OPEN_ENDS = ",;([{"  # a part does not end with one: "C3," of "C3, 117,000 km", "(" of "(2006)"
 MAX_TRIE = 200_000  # trie nodes (bytes from every word start): past this, the suffix automaton instead
 
 
@@ -41,9 +44,22 @@ def _opens(prev: str) -> bool:
 
 
 def _ends(text: str, j: int) -> bool:
-    """Whether a part may end just before index ``j``: after a character that is not whitespace, at the end
-    of a word (what follows is not a letter or digit)."""
-    return not text[j - 1].isspace() and (j == len(text) or not (text[j].isalnum() and text[j - 1].isalnum()))
+    """Whether a part may end just before index ``j``: after a character that is neither whitespace nor one
+    of ``OPEN_ENDS``, at the end of a word (what follows is not a letter or digit), and not inside a joined
+    word: not right after a
+    joiner that a letter or digit follows (``2025-`` of ``2025-10-01``), nor right before a joiner, or a
+    comma between digits, that joins it to more (``7`` of ``7.5``, ``ana`` of ``ana.okafor@...``, ``117`` of
+    ``117,000``)."""
+    prev = text[j - 1]
+    if prev.isspace() or prev in OPEN_ENDS:
+        return False
+    if j == len(text):
+        return True
+    nxt = text[j]
+    if nxt.isalnum() and (prev.isalnum() or prev in JOINERS):
+        return False
+    joined = j + 1 < len(text) and text[j + 1].isalnum() and prev.isalnum()
+    return not (joined and (nxt in JOINERS or (nxt == "," and prev.isdigit() and text[j + 1].isdigit())))
 
 
 @functools.lru_cache(maxsize=256)
@@ -57,7 +73,7 @@ def word_rule(text: str) -> bool:
 def is_quoted(value: str, text: str) -> bool:
     """Whether ``value`` is a part of ``text`` a grounded string may be (module doc)."""
     if not value:
-        return True
+        return False
     if not word_rule(text):
         return value in text
     return any(text.startswith(value, k) and _ends(text, k + len(value)) for k in word_starts(text))
@@ -89,12 +105,14 @@ class QuoteAutomaton:
         data, offsets = escaped(text)
         if not word_rule(text):
             sa = SuffixAutomaton(data)
-            return cls(sa.table, np.ones(sa.n_states, dtype=bool), data)
+            final = np.ones(sa.n_states, dtype=bool)
+            final[0] = False  # every substring but the empty one
+            return cls(sa.table, final, data)
         ends = {}  # byte index just past a character -> whether a value may end there
         for k in range(len(offsets)):
             ends[offsets[k + 1] if k + 1 < len(offsets) else len(data)] = _ends(text, k + 1)
         children: list[dict[int, int]] = [{}]
-        final = [True]
+        final = [False]  # the empty value is no part
         for k in word_starts(text):
             node = 0
             for p in range(offsets[k], len(data)):
