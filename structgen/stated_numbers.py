@@ -5,9 +5,10 @@
 
 Read, in order of appearance (each value once; the converted forms of a duration first):
 
-* numerals: ``3``, ``-4``, ``28,220.12``, ``3.4``, ``48.2kg``; with a multiplier, ``117k`` and ``12 thousand``
-  -> 117000, 12000, ``2.5 million`` -> 2500000;
-* number words up to ninety-nine: ``three``, ``twenty-five``, ``a dozen`` -> 12, ``no`` and ``none`` -> 0;
+* numerals: ``3``, ``-4``, ``28,220.12``, ``3.4``, ``48.2kg``, ``x2`` (a count); with a multiplier, ``117k``
+  and ``12 thousand`` -> 117000, 12000, ``2.5 million`` -> 2500000;
+* number words up to ninety-nine: ``three`` (``a three day forecast`` too), ``twenty-five``, ``a dozen``
+  -> 12, ``no`` and ``none`` -> 0;
 * durations in hours or weeks, beside their count: ``two hours`` -> 2 and 120 (minutes), ``an hour and a half``
   -> 1.5 and 90, ``half an hour`` -> 30, ``a quarter of an hour`` -> 15, ``2h`` -> 2 and 120, ``two weeks``
   -> 2 and 14 (days).
@@ -36,8 +37,9 @@ _MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "million": 1_000_000, "bn": 1_000
 _NUMERAL = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _WORD = "|".join(sorted(WORDS, key=len, reverse=True))
 #: a count: a numeral (its sign apart), a number word, or "a"/"an" (one, before a unit)
-_COUNT = rf"(?P<num>{_NUMERAL})|(?P<word>(?:a\s+)?(?:{_WORD}))|(?P<one>an?)"
-_NUMBER = re.compile(rf"(?<![\w.,])(?P<sign>-(?=\d))?(?:{_COUNT})"
+_COUNT = rf"(?P<num>{_NUMERAL})|(?P<word>a\s+dozen|{_WORD})|(?P<one>an?)"
+#: a number starts a word, or follows the "x" of a count ("x2": two passengers)
+_NUMBER = re.compile(rf"(?:(?<![\w.,])|(?<=\bx)(?=\d))(?P<sign>-(?=\d))?(?:{_COUNT})"
                      rf"(?:\s?(?P<mult>k|thousand|million|bn|billion)(?!\w)|(?(num)(?!\d)|(?!\w)))",
                      re.IGNORECASE)
 _DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{_COUNT})"
@@ -89,8 +91,7 @@ def number_mentions(text: str) -> dict[int | float, int]:
         per = 7 if m["unit"].lower().startswith("w") else 60
         found += [(m.start(), n * per), (m.start(), n)]
     for m in _NUMBER.finditer(text):
-        if m["one"] or not free(m) or (m["word"] and m["word"].lower().startswith("a ") and
-                                       not m["word"].lower().endswith("dozen")):
+        if m["one"] or not free(m):
             continue
         n = _count(m) * _MULTIPLIERS.get((m["mult"] or "").lower(), 1)
         found.append((m.start(), -n if m["sign"] else n))
