@@ -2,10 +2,12 @@
 
 ``generate(..., ground=True)`` (``structgen.grounding``) restricts a free-text string to the request's
 parts that start at a word (``constraints.quote_automaton``), an e-mail to its addresses, a date, date-time,
-patterned string or number to the values the request states. A gold value outside that set could never be written, so this counts, per family, split and kind of
+patterned string, number or enum choice to the values the request states, and an optional property with a
+default that the request states no value for to its default. A gold value outside that set could never be
+written, so this counts, per family, split and kind of
 value, the gold values whose request states some candidate and, of those, the ones the candidates hold
 (a *miss* is a value grounding makes wrong for certain). Values of strings left ungrounded (enums, other
-formats, nothing stated) are counted apart. No model; figures only, nothing is asserted.
+formats, enums whose choices the request never names, nothing stated) are counted apart. No model; figures only, nothing is asserted.
 
     python benchmarks/grounding_coverage.py                 # 400 examples per family and split
     python benchmarks/grounding_coverage.py -n 1000 --json coverage.json
@@ -23,37 +25,45 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 
-def kind_and_candidates(node: dict, source: str):
-    """(kind, candidates or None for free text) of a schema node as grounding treats it; kind None: untouched."""
-    from structgen.grounding import emails_in, groundable, statable, stated_for
+def kind_and_candidates(node: dict, source: str, optional: bool = False):
+    """(kind, candidates or None for free text) of a schema node as grounding treats it; kind None: untouched.
+    ``optional``: the node is an optional property's (or its items'), whose default is all an unstated value
+    may be (``ground_schema``)."""
+    from structgen.grounding import emails_in, groundable, statable, stated_for, unstated
 
+    if optional and "default" in node and unstated(node, source):
+        return "default only", [node["default"]]
     if groundable(node, source):
         if node.get("format") == "email":
             return "email", emails_in(source, node.get("pattern"))
         return "free text", None
     if statable(node, source):
-        kind = node.get("format") or ("pattern" if "pattern" in node else "number")
+        kind = node.get("format") or ("choice" if "enum" in node else "pattern" if "pattern" in node
+                                      else "number")
         return kind, stated_for(node, source)
     return None, None
 
 
-def leaves(schema: dict, value, root: dict):
-    """(subschema, value) for every string and number of ``value`` whose subschema is found by properties/items."""
+def leaves(schema: dict, value, root: dict, optional: dict | None = None):
+    """(subschema, value, optional property's subschema or None) for every string and number of ``value``
+    whose subschema is found by properties/items; the third is the optional property (with a default) the
+    value is in, whose default is all an unstated value may be."""
     if isinstance(schema, dict) and "$ref" in schema:
         node = root
         for part in schema["$ref"].lstrip("#/").split("/"):
             node = node[part]
         schema = node
     if isinstance(value, dict):
-        props = schema.get("properties", {})
+        props, required = schema.get("properties", {}), schema.get("required", [])
         for k, v in value.items():
             if k in props:
-                yield from leaves(props[k], v, root)
+                yield from leaves(props[k], v, root, props[k] if k not in required and "default" in props[k]
+                                  else None)
     elif isinstance(value, list):
         for v in value:
-            yield from leaves(schema.get("items", {}), v, root)
+            yield from leaves(schema.get("items", {}), v, root, optional)
     elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
-        yield schema, value
+        yield schema, value, optional
 
 
 def main() -> None:
@@ -78,8 +88,12 @@ def main() -> None:
                         schema, value = ex.spec.tool(gold["name"]).schema, gold["arguments"]
                     else:
                         schema, value = ex.spec.schema, gold
-                    for node, v in leaves(schema, value, schema):
-                        kind, cands = kind_and_candidates(node, ex.prompt)
+                    for node, v, prop in leaves(schema, value, schema):
+                        kind, cands = kind_and_candidates(prop or node, ex.prompt, optional=prop is not None)
+                        if kind == "default only":  # a list's default holds its items
+                            cands = cands[0] if isinstance(cands[0], list) else cands
+                        elif prop is not None and prop is not node:
+                            kind, cands = kind_and_candidates(node, ex.prompt)
                         key = (fam, split, kind or "left as it is")
                         counts[key + ("values",)] += 1
                         ok = kind is None or (is_quoted(v, quotable(ex.prompt)) if cands is None else v in cands)

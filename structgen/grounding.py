@@ -6,8 +6,8 @@ lost (``"tmp/dump.sql"``) or text that is nowhere in the request at all. ``gener
 restricts the strings of a JSON Schema spec to what the request states:
 
 * a **free-text** string (``type: "string"`` with no ``enum``, ``const``, ``pattern`` or ``format``) is a
-  part of the request made of whole words (``constraints.quote_automaton``), or of its request notes'
-  values (``quotable``: "£4,847" notes ``4847 GBP``, so a currency held as free text can be ``GBP``)
+  non-empty part of the request made of whole words (``constraints.quote_automaton``), or of its request
+  notes' values (``quotable``: "£4,847" notes ``4847 GBP``, so a currency held as free text can be ``GBP``)
   (``GROUND_KEY``);
 * an ``email`` string is one of the request's addresses (that its ``pattern`` allows) (``GROUND_KEY``);
 * a ``date`` or ``date-time`` string is one the request states: an ISO value of its request notes
@@ -16,11 +16,21 @@ restricts the strings of a JSON Schema spec to what the request states:
 * a string with a ``pattern`` (and no format) is one of the request's words, or of its notes' values, that the
   pattern matches: ``SEK`` for "Swedish kronor", ``14:15`` (``STATED_KEY``);
 * an ``integer`` or ``number`` is one the request states (``structgen.stated_numbers``: ``117,000``, ``3.4``,
-  ``117k``, ``three``; ``two hours`` states 2 and 120, its minutes) that its bounds allow (``STATED_KEY``).
+  ``117k``, ``three``; ``two hours`` states 2 and 120, its minutes) that its bounds allow (``STATED_KEY``);
+* a string ``enum`` is one of the choices the request names in words (``stated_choices``: "in Fahrenheit"
+  names ``fahrenheit``, "premium economy" ``premium_economy`` and not ``economy``) (``STATED_KEY``);
+* an optional property with a ``default`` whose value would be a number, an e-mail, a date or a patterned
+  string (or a list of them) of which the request states none (``unstated``) is its default alone
+  (``const``): "It's for Car service" states no duration, so ``duration_minutes`` is left out or 30.
 
-Each is left as the schema has it when the request states no such value; enums and other formats are never
-touched. The caveat of the last rule: a code the request does not state while it states another of the same
-form (an airport's code for a city it only names, beside another city's code) can only be the wrong one.
+Each is left as the schema has it when the request states no such value (an enum whose choices it names in
+other words, "°F", is left whole); other formats are never touched. The caveat of the pattern rule: a code
+the request does not state while it states another of the same form (an airport's code for a city it only
+names, beside another city's code) can only be the wrong one.
+
+What a counting rule across fields needs (a value the request states once, written in two places) is a
+pass after decoding, ``Generator._spread_repeats`` with ``structgen.repeats``; ``EXCLUDE_KEY`` is how it
+rules a value out at one place, and ``Grounded.narrowed`` the spec the redo is decoded with.
 
 How: ``ground_schema`` marks each such subschema with its keyword, whose value is the source text, so the
 spec's key (hence the constraint cache), the automaton (``constraints.grounded_dfa``: free text through the
@@ -42,10 +52,11 @@ from typing import Any
 
 from .errors import ConfigError
 from .spec import JsonSchema
-from .stated_numbers import number_mentions, stated_numbers
+from .stated_numbers import stated_numbers
 
 GROUND_KEY = "x-structgen-quoted-from"
 STATED_KEY = "x-structgen-stated-in"  # a date, date-time, patterned or number value the source states
+EXCLUDE_KEY = "x-structgen-not"  # stated values ruled out at one place (``ruled_out``: the repeat pass)
 _TEXT_KEYS = {"type", "minLength", "maxLength", "description", "title", "default", "examples", "$comment"}
 _NUMBER_KEYS = _TEXT_KEYS - {"minLength", "maxLength"} | {"minimum", "maximum", "exclusiveMinimum",
                                                            "exclusiveMaximum", "multipleOf"}
@@ -95,11 +106,31 @@ def stated_values(source: str, fmt: str) -> list[str]:
     return [v for v in dict.fromkeys(found) if _valid(v, fmt)]
 
 
+def stated_choices(source: str, choices: list) -> list[str]:
+    """The string ``choices`` (an ``enum``) that ``source`` names as words, in the enum's order: whole words,
+    any case, ``_``/``-``/space alike (``premium_economy`` is named by "premium economy"); a choice named
+    only inside a longer one's name is not (the ``economy`` of "premium economy")."""
+    spans = []
+    for c in choices:
+        words = [w for w in re.split(r"[\s_-]+", c) if w] if isinstance(c, str) else []
+        if words:
+            rx = r"(?<!\w)" + r"[\s_-]+".join(map(re.escape, words)) + r"(?!\w)"
+            spans += [(m.start(), m.end(), c) for m in re.finditer(rx, source, re.IGNORECASE)]
+    named = {c for a, b, c in spans if not any(a2 <= a and b <= b2 and b2 - a2 > b - a for a2, b2, _ in spans)}
+    return [c for c in choices if c in named]
+
+
 def stated_for(node: dict, source: str) -> list:
     """The values ``source`` states for a ``date``/``date-time`` subschema (those its ``pattern`` allows), a
-    ``pattern`` string (its words and its notes' values that the pattern matches) or a number subschema (its
-    numbers, ``structgen.stated_numbers``, that the subschema's type, bounds and ``multipleOf`` allow), in
-    order."""
+    ``pattern`` string (its words and its notes' values that the pattern matches), a number subschema (its
+    numbers, ``structgen.stated_numbers``, that the subschema's type, bounds and ``multipleOf`` allow) or a
+    string ``enum`` (the choices it names, ``stated_choices``), in order; none of ``EXCLUDE_KEY``'s."""
+    excluded = node.get(EXCLUDE_KEY)
+    if excluded:
+        rest = {k: v for k, v in node.items() if k != EXCLUDE_KEY}
+        return [v for v in stated_for(rest, source) if not any(_same_value(v, x) for x in excluded)]
+    if "enum" in node:
+        return stated_choices(source, node["enum"])
     if _number_only(node):
         return [v for v in stated_numbers(source) if _fits(node, v)]
     pattern = node.get("pattern")
@@ -112,6 +143,13 @@ def stated_for(node: dict, source: str) -> list:
         return [v for v in dict.fromkeys(found) if v and (pattern is None or re.search(pattern, v))]
     except re.error:  # an ECMA pattern Python cannot read: nothing stated (the validators still check it)
         return []
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """JSON equality of two stated values (``2`` and ``2.0`` alike, ``True`` and ``1`` not)."""
+    if isinstance(a, bool) or isinstance(b, bool) or not all(isinstance(x, (int, float)) for x in (a, b)):
+        return a == b and type(a) is type(b)
+    return float(a) == float(b)
 
 
 def _valid(value: str, fmt: str) -> bool:
@@ -158,12 +196,22 @@ def groundable(node: Any, source: str) -> bool:
             and bool(emails_in(source, node.get("pattern"))))
 
 
+def _choices_only(node: dict) -> bool:
+    """Whether a subschema is an ``enum`` of strings (and annotations)."""
+    choices = node.get("enum")
+    return (isinstance(choices, list) and bool(choices) and all(isinstance(c, str) for c in choices)
+            and node.get("type", "string") in ("string", ["string"]) and set(node) - {STATED_KEY} <= _TEXT_KEYS | {"enum"})
+
+
 def statable(node: Any, source: str) -> bool:
     """Whether a subschema is a ``date``/``date-time`` string (a ``pattern`` beside allowed), a ``pattern``
-    string or a number (bounds and ``multipleOf`` allowed) of which ``source`` states a value."""
+    string, a number (bounds and ``multipleOf`` allowed) or a string ``enum`` of which ``source`` states a
+    value."""
     if not isinstance(node, dict):
         return False
     keys = set(node) - {STATED_KEY}
+    if _choices_only(node):
+        return bool(stated_for(node, source))
     if _number_only(node):
         return keys <= _NUMBER_KEYS and bool(stated_for(node, source))
     if not _string_only(node):
@@ -173,10 +221,31 @@ def statable(node: Any, source: str) -> bool:
     return shaped and bool(stated_for(node, source))
 
 
+def unstated(node: Any, source: str) -> bool:
+    """Whether a subschema is of a kind grounding reads off the request (a number, an e-mail, a date or
+    date-time, a patterned string, or an array of one of these) and ``source`` states no value of it. An
+    ``enum`` is not: a request names a choice in words its list need not hold ("°F" for ``fahrenheit``)."""
+    if not isinstance(node, dict):
+        return False
+    if node.get("type") in ("array", ["array"]) and set(node) <= _TEXT_KEYS | {"items", "minItems", "maxItems",
+                                                                                  "uniqueItems"}:
+        return unstated(node.get("items"), source)
+    if _number_only(node) and set(node) <= _NUMBER_KEYS:
+        return not stated_for(node, source)
+    if not _string_only(node) or not set(node) <= _TEXT_KEYS | {"format", "pattern"}:
+        return False
+    if node.get("format") == "email":
+        return not emails_in(source, node.get("pattern"))
+    if node.get("format") in _ISO or ("pattern" in node and "format" not in node):
+        return not stated_for(node, source)
+    return False
+
+
 def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
     """A copy of ``schema`` with every groundable string subschema marked with ``GROUND_KEY: source`` and every
-    statable one with ``STATED_KEY: source``; a subschema equal to one of ``exempt`` is left whole (a turn's
-    free reply, ``agent.turn.CONTENT_SCHEMA``)."""
+    statable one with ``STATED_KEY: source``; an optional property with a ``default`` whose value the source
+    does not state (``unstated``) may only be its default (``const``: left out or written, the same value);
+    a subschema equal to one of ``exempt`` is left whole (a turn's free reply, ``agent.turn.CONTENT_SCHEMA``)."""
 
     def walk(node: Any, is_schema: bool) -> Any:
         if isinstance(node, list):
@@ -189,71 +258,22 @@ def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
             return {**node, GROUND_KEY: source}
         if statable(node, source):
             return {**node, STATED_KEY: source}
-        return {k: v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS) for k, v in node.items()}
+        out = {k: v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS) for k, v in node.items()}
+        if isinstance(node.get("properties"), dict):
+            required = node.get("required") if isinstance(node.get("required"), list) else []
+            out["properties"] = {k: _default_only(sub) if k not in required and "default" in sub
+                                 and unstated(sub, source) else out["properties"][k]
+                                 for k, sub in node["properties"].items()}
+        return out
 
     return walk(schema, True)
 
 
-def stated_leaves(schema: Any, value: Any, path: tuple = ()):
-    """``(path, value)`` of every value in ``value`` that a marked ``schema`` holds to what its source states
-    (``STATED_KEY``: a date, code or number; an e-mail under ``GROUND_KEY``), found through ``properties``,
-    ``items``, local ``$ref``s, ``allOf`` and the first ``anyOf``/``oneOf`` branch the value is valid
-    against."""
-    from jsonschema import Draft202012Validator
-
-    from .constraints.json_regex import AutomatonUnsupported, resolve_ref
-
-    root = Draft202012Validator(schema)
-
-    def walk(node: Any, v: Any, at: tuple):
-        if not isinstance(node, dict):
-            return
-        if isinstance(node.get("$ref"), str):
-            try:
-                yield from walk(resolve_ref(node["$ref"], schema), v, at)
-            except AutomatonUnsupported:  # not a local reference: nothing grounded behind it
-                pass
-        if STATED_KEY in node or (GROUND_KEY in node and node.get("format") == "email"):
-            yield at, v
-            return
-        for branch in node.get("allOf", []):
-            yield from walk(branch, v, at)
-        for key in ("anyOf", "oneOf"):
-            branch = next((b for b in node.get(key, []) if root.evolve(schema=b).is_valid(v)), None)
-            if branch is not None:
-                yield from walk(branch, v, at)
-        if isinstance(v, dict):
-            for k, sub in node.get("properties", {}).items():
-                if k in v:
-                    yield from walk(sub, v[k], at + (k,))
-        elif isinstance(v, list) and isinstance(node.get("items"), dict):
-            for i, x in enumerate(v):
-                yield from walk(node["items"], x, at + (i,))
-
-    yield from walk(schema, value, path)
-
-
-def mentions(value: Any, source: str) -> int:
-    """How many times ``source`` states ``value`` (a number: ``stated_numbers.number_mentions``; a string:
-    its occurrences in the text and its notes' values, ``quotable``); at least 1."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return max(1, number_mentions(source).get(value, 1))
-    return max(1, quotable(source).count(value)) if isinstance(value, str) else 1
-
-
-def repeated_values(schema: Any, value: Any) -> list[tuple[Any, int, list[tuple]]]:
-    """``(value, mentions, paths)`` of each stated value (``stated_leaves``) written more often than its
-    source states it, its paths in document order: ``{"from": "SEK", "to": "SEK"}`` for "Convert 1,250
-    Swedish kronor to euros" gives ``[("SEK", 1, [("from",), ("to",)])]``. A value stated twice ("3-3") may
-    be written twice."""
-    source = source_of(schema, (STATED_KEY, GROUND_KEY))
-    if source is None:
-        return []
-    groups: dict[str, tuple[Any, list[tuple]]] = {}
-    for at, v in stated_leaves(schema, value):
-        key = repr(v) if not isinstance(v, (int, float)) or isinstance(v, bool) else repr(float(v))
-        groups.setdefault(key, (v, []))[1].append(at)
-    return [(v, n, paths) for v, paths in groups.values() if len(paths) > (n := mentions(v, source))]
+def _default_only(node: dict) -> dict:
+    """An optional property the request states no value for: its default, nothing else."""
+    keep = {k: node[k] for k in ("description", "title", "default") if k in node}
+    return {**keep, "const": node["default"], "$comment": "structgen grounding: the request states no value "
+                                                          "for it, so it keeps its default"}
 
 
 def source_of(schema: Any, keys: tuple[str, ...] = (GROUND_KEY, STATED_KEY)) -> str | None:
@@ -308,6 +328,14 @@ class Grounded(JsonSchema):
 
     def render_prompt(self, prompt):
         return self.inner.render_prompt(prompt)
+
+    def narrowed(self, schema: dict) -> "Grounded":
+        """This spec with another marked schema (``ruled_out``'s): the same prompt, source and wrapped spec."""
+        new = object.__new__(Grounded)
+        for name, value in self.__dict__.items():
+            object.__setattr__(new, name, value)
+        object.__setattr__(new, "schema", schema)
+        return new
 
     @property
     def fallback(self) -> JsonSchema:

@@ -175,14 +175,15 @@ def grounded_dialect(cls: type[JsonschemaValidator]) -> type[JsonschemaValidator
         if validator.is_type(instance, "string") and isinstance(source, str) \
                 and not is_quoted(instance, quotable(source)):
             yield ValidationError(f"{instance!r} is not quoted from the request: a grounded string must be a "
-                                  "part of it made of whole words")
+                                  "non-empty part of it made of whole words")
 
     def stated(validator, source, instance, schema):
         if (validator.is_type(instance, "string") or validator.is_type(instance, "number")) \
                 and isinstance(source, str):
             values = stated_for(schema, source)
             if instance not in values:
-                what = schema.get("format") or ("value of this pattern" if "pattern" in schema else "number")
+                what = schema.get("format") or ("choice" if "enum" in schema else "value of this pattern"
+                                                if "pattern" in schema else "number")
                 yield ValidationError(f"{instance!r} is not a {what} the request states (it states "
                                       f"{', '.join(map(str, values)) or 'none'})")
 

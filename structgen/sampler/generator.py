@@ -18,8 +18,10 @@ it wrote up to there, closed. Then
 rounds: the generator re-masks from before the dead end, further back each round, and denoises again.
 
 A valid grounded answer (``ground=True``) that writes a value the request states once in two places (both
-currencies ``SEK``) gets one more pass, ``_spread_repeats``: the occurrences the model placed later are
-redone with their value ruled out there, and the new answer is kept if it is valid with fewer repeats.
+currencies ``SEK``) gets another pass, ``_spread_repeats`` (``structgen.repeats``): the occurrences the model
+placed later (a place that allows only that value keeps it) are redone with the value ruled out there by a
+narrowed constraint, and the new answer is kept if it is valid with fewer repeats; up to ``REPEAT_PASSES``
+passes while each one keeps fewer.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ from .result import Result
 
 #: what unconstrained decoding allows: any text (special tokens aside), then the EOS tail
 ANY_TEXT = Regex(r"[\s\S]*")
+#: how far (in tokens) a repeated value is ruled out around where it stood, when the repeat pass redoes it
+REPEAT_SHIFT = 2
+#: at most this many repeat passes per answer (each kept only if it repeats fewer values)
+REPEAT_PASSES = 3
 
 
 class Generator:
@@ -195,9 +201,14 @@ class Generator:
                                         positions=pos, text=text,
                                         note="; ".join(i.message for i in issues)[:500]))
         if not issues and not used_fallback and constrained and s["max_repair_rounds"]:
-            ids, text = self._spread_repeats(spec, checks, canvas, text, stats, lambda pen: denoise(
-                model, prompt_ids, session, canvas, policy, temperature=s["temperature"], gen=gen, penalty=pen,
-                stats=stats, decode=decode))
+            ruled: list = []  # the (place, value) pairs ruled out so far: a later pass keeps them out
+            for _ in range(REPEAT_PASSES):  # each pass that repeats fewer values may leave one to redo
+                before = text
+                ids, text = self._spread_repeats(spec, checks, canvas, text, stats, lambda pen, narrowed: denoise(
+                    model, prompt_ids, narrowed or session, canvas, policy, temperature=s["temperature"], gen=gen,
+                    penalty=pen, stats=stats, decode=decode), engine=s["engine"], ruled=ruled)
+                if text == before:
+                    break
         valid = not issues
         value = None
         if valid and spec.kind == "json":
@@ -219,16 +230,22 @@ class Generator:
         return result
 
     def _spread_repeats(self, spec: Spec, checks, canvas: torch.Tensor, text: str, stats: LoopStats,
-                        redo: Callable) -> tuple[list[int], str]:
+                        redo: Callable, engine: str = "auto", ruled: list | None = None) -> tuple[list[int], str]:
         """One more pass for a grounded answer that writes a value the request states once in two places
         (``{"from_currency": "SEK", "to_currency": "SEK"}`` for "Convert 1,250 Swedish kronor to euros";
-        ``grounding.repeated_values``): every occurrence but the one the sampler placed first (the one the
-        model was surest of; ties: the first in the text) is redone. The output from the first of them on is
-        re-masked (a value may take more or fewer tokens than the one it replaces), the tokens they held are
-        ruled out where they stood wherever anything else may stand (``ECHO_PENALTY``), and the canvas is
-        denoised again (``redo(penalty)``). The new answer is kept when it passes every validator and repeats
-        fewer values; else the first stays. Returns (ids, text) of the answer kept."""
-        from ..grounding import repeated_values
+        ``repeats.repeated_values``): every occurrence but the one the sampler placed first (the one the
+        model was surest of; ties: the first in the text) is redone, except that a place where the value is
+        the only one the request states for it (``repeats.sole_values``) keeps it first. The output from
+        the first of them on is re-masked (a value may take more or fewer tokens than the one it replaces),
+        the value is ruled out at each redone place by the constraint itself (``repeats.ruled_out``: a
+        narrowed spec, compiled, whose session the redo uses, so no other tokenisation of it gets through)
+        and its tokens where they stood (``ECHO_PENALTY``; the first one up to ``REPEAT_SHIFT`` places
+        either side: all an array item or an e-mail gets), and the canvas is denoised again
+        (``redo(penalty, session or None)``). The new answer is kept when it passes every validator and
+        repeats fewer values; else the first stays. ``ruled`` holds the places and values earlier passes
+        ruled out (kept out in this one; this pass's are added when its answer is kept). Returns (ids, text)
+        of the answer kept."""
+        from ..repeats import repeated_values, ruled_out, sole_values
         from ..validators import parse_with_spans, run_validators
 
         ids = canvas.tolist()
@@ -244,9 +261,11 @@ class Generator:
             s0, e = spans[path]
             return [i for i, (a, b) in enumerate(offsets) if b > a and a < e and b > s0]
 
-        def placed(path) -> int:  # the step that placed the value's first token: the surest occurrence first
-            first = tokens_of(path)[:1]
-            return int(stats.placed_at[first[0]]) if first and stats.placed_at is not None else 0
+        sole = sole_values(spec.schema, value)
+
+        def placed(path) -> tuple[bool, int]:  # a place that allows this value only stays; then the surest
+            first = tokens_of(path)[:1]  # occurrence (the step that placed the value's first token) first
+            return path not in sole, int(stats.placed_at[first[0]]) if first and stats.placed_at is not None else 0
 
         repeats = [(path, v) for v, n, paths in groups for path in sorted(paths, key=placed)[n:]]
         spots = sorted({i for path, _ in repeats for i in tokens_of(path)})
@@ -259,7 +278,14 @@ class Generator:
             return ids, text
 
         penalty = torch.zeros(canvas.shape[0], self.vocab.size, device=canvas.device)
-        penalty[spots, canvas[spots]] = ECHO_PENALTY  # the old tokens only where nothing else may stand
+        # the old tokens ruled out where they stood, wherever anything else may stand; a value's first token
+        # also up to REPEAT_SHIFT places either side (the value written again one space later is the same
+        # repeat; its other tokens, "@" or ".", may well start the next value)
+        penalty[spots, canvas[spots]] = ECHO_PENALTY
+        firsts = [toks[0] for toks in (tokens_of(path) for path, _ in repeats) if toks]
+        for d in range(-REPEAT_SHIFT, REPEAT_SHIFT + 1):
+            near = [i for i in firsts if min(spots) <= i + d < canvas.shape[0]]
+            penalty[[i + d for i in near], canvas[near]] = ECHO_PENALTY
         # the value there may take more or fewer tokens: everything from the first repeat on is redone
         pos = list(range(min(spots), canvas.shape[0]))
         canvas[pos] = MASK
@@ -267,14 +293,19 @@ class Generator:
             stats.publish(StepEvent(step=stats.steps, kind="remask", nfe=stats.nfe, canvas=canvas.tolist(),
                                     positions=pos, text=text, note="stated once, written again: " + ", ".join(
                                         f"{v!r} at /{'/'.join(map(str, p))}" for p, v in repeats)[:480]))
+        ruled = [] if ruled is None else ruled
+        narrowed = ruled_out(spec.schema, value, ruled + repeats)  # the value itself, however it is written
         try:
-            redo(penalty)
+            session = None if narrowed is None else \
+                self.compile(spec.narrowed(narrowed), engine).session(canvas.shape[0], canvas.device)
+            redo(penalty, session)
         except DeadEnd:
             return keep_first()
         new_text = self.vocab.decode(canvas.tolist())
         left = repeated_values(spec.schema, parse_with_spans(new_text)[0]) if not run_validators(checks, new_text) \
             else None
         if left is not None and sum(len(p) - n for _, n, p in left) < len(repeats):
+            ruled += repeats
             return canvas.tolist(), new_text
         return keep_first()
 
