@@ -74,12 +74,18 @@ def noted(source: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n[2] for n in notes(source)))
 
 
+#: note values that are dates, clock times, UTC offsets or date-times: stated values, never free text
+_ISO_NOTE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}|[+-]\d{2}:\d{2}$|Z$")
+
+
 @functools.lru_cache(maxsize=256)
 def quotable(source: str) -> str:
     """The text a free-text string may quote: ``source``, then its request notes' values one per line, so
     that a currency code a field holds as free text ("£4,847" notes ``4847 GBP``) is a part of it too, while
-    every span of ``source`` stays whole."""
-    return "\n".join([source, *noted(source)])
+    every span of ``source`` stays whole. The notes' ISO dates, times and offsets are not: a free-text field
+    quotes a date as the request writes it, and the ISO form was run 11's way to write a date into a name
+    (``"patient": "2027-09-02"``)."""
+    return "\n".join([source, *(v for v in noted(source) if not _ISO_NOTE.match(v))])
 
 
 def emails_in(source: str, pattern: str | None = None) -> list[str]:
