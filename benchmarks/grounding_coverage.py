@@ -4,10 +4,10 @@
 parts that start at a word (``constraints.quote_automaton``), an e-mail to its addresses, a date, date-time,
 patterned string, number or enum choice to the values the request states, and an optional property with a
 default that the request states no value for to its default. A gold value outside that set could never be
-written, so this counts, per family, split and kind of
-value, the gold values whose request states some candidate and, of those, the ones the candidates hold
-(a *miss* is a value grounding makes wrong for certain). Values of strings left ungrounded (enums, other
-formats, enums whose choices the request never names, nothing stated) are counted apart. No model; figures only, nothing is asserted.
+written, so this counts, per family, split and kind of value, the gold values whose request states some
+candidate and, of those, the ones the candidates hold (a *miss* is a value grounding makes wrong for
+certain). Values left ungrounded (other formats, enums whose choices the request never names, nothing
+stated) are counted apart. No model; figures only, nothing is asserted.
 
     python benchmarks/grounding_coverage.py                 # 400 examples per family and split
     python benchmarks/grounding_coverage.py -n 1000 --json coverage.json

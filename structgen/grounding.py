@@ -206,7 +206,8 @@ def _choices_only(node: dict) -> bool:
     """Whether a subschema is an ``enum`` of strings (and annotations)."""
     choices = node.get("enum")
     return (isinstance(choices, list) and bool(choices) and all(isinstance(c, str) for c in choices)
-            and node.get("type", "string") in ("string", ["string"]) and set(node) - {STATED_KEY} <= _TEXT_KEYS | {"enum"})
+            and node.get("type", "string") in ("string", ["string"])
+            and set(node) - {STATED_KEY} <= _TEXT_KEYS | {"enum"})
 
 
 def statable(node: Any, source: str) -> bool:
@@ -267,8 +268,8 @@ def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
         out = {k: v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS) for k, v in node.items()}
         if isinstance(node.get("properties"), dict):
             required = node.get("required") if isinstance(node.get("required"), list) else []
-            out["properties"] = {k: _default_only(sub) if k not in required and "default" in sub
-                                 and unstated(sub, source) else out["properties"][k]
+            out["properties"] = {k: _default_only(sub) if k not in required and isinstance(sub, dict)
+                                 and "default" in sub and unstated(sub, source) else out["properties"][k]
                                  for k, sub in node["properties"].items()}
         return out
 

@@ -46,10 +46,9 @@ def _opens(prev: str) -> bool:
 def _ends(text: str, j: int) -> bool:
     """Whether a part may end just before index ``j``: after a character that is neither whitespace nor one
     of ``OPEN_ENDS``, at the end of a word (what follows is not a letter or digit), and not inside a joined
-    word: not right after a
-    joiner that a letter or digit follows (``2025-`` of ``2025-10-01``), nor right before a joiner, or a
-    comma between digits, that joins it to more (``7`` of ``7.5``, ``ana`` of ``ana.okafor@...``, ``117`` of
-    ``117,000``)."""
+    word: not right after a joiner that a letter or digit follows (``2025-`` of ``2025-10-01``), nor right
+    before a joiner, or a comma between digits, that joins it to more (``7`` of ``7.5``, ``ana`` of
+    ``ana.okafor@...``, ``117`` of ``117,000``)."""
     prev = text[j - 1]
     if prev.isspace() or prev in OPEN_ENDS:
         return False
