@@ -93,6 +93,9 @@ def test_what_counts_as_unstated():
     assert unstated({"type": "string", "format": "date"}, "someday")
     assert not unstated({"type": "string"}, "anything")  # free text quotes the request
     assert not unstated({"type": "string", "enum": ["celsius", "fahrenheit"]}, "in °F")  # named in other words
+    props = ground_schema({"type": "object", "properties": {"any": True, "n": {"type": "integer", "default": 3}}},
+                          "nothing stated")["properties"]
+    assert props["any"] is True and props["n"]["const"] == 3  # a boolean subschema is left as it is
 
 
 # ----------------------------------------------------------------------------------------------- repeats
