@@ -195,11 +195,15 @@ def groundable(node: Any, source: str) -> bool:
     """Whether a subschema is a free-text string (or an e-mail string, when ``source`` holds addresses)."""
     if not isinstance(node, dict) or not _string_only(node):
         return False
-    keys = set(node) - {GROUND_KEY}
-    if keys <= _TEXT_KEYS:
+    if set(node) - {GROUND_KEY} <= _TEXT_KEYS:
         return True
-    return (keys <= _TEXT_KEYS | {"format", "pattern"} and node.get("format") == "email"
-            and bool(emails_in(source, node.get("pattern"))))
+    return _email_only(node) and bool(emails_in(source, node.get("pattern")))
+
+
+def _email_only(node: dict) -> bool:
+    """Whether a subschema is an ``email`` string (a ``pattern`` beside allowed)."""
+    return (_string_only(node) and set(node) - {GROUND_KEY} <= _TEXT_KEYS | {"format", "pattern"}
+            and node.get("format") == "email")
 
 
 def _choices_only(node: dict) -> bool:
@@ -210,22 +214,25 @@ def _choices_only(node: dict) -> bool:
             and set(node) - {STATED_KEY} <= _TEXT_KEYS | {"enum"})
 
 
+def _stated_kind(node: dict) -> bool:
+    """Whether a subschema is a number (bounds and ``multipleOf`` allowed), a ``date``/``date-time`` string
+    (a ``pattern`` beside allowed) or a ``pattern`` string: a kind whose value is one the source states."""
+    keys = set(node) - {STATED_KEY}
+    if _number_only(node):
+        return keys <= _NUMBER_KEYS
+    if not _string_only(node):
+        return False
+    return ((keys <= _TEXT_KEYS | {"format", "pattern"} and node.get("format") in _ISO)
+            or (keys <= _TEXT_KEYS | {"pattern"} and "pattern" in node))
+
+
 def statable(node: Any, source: str) -> bool:
     """Whether a subschema is a ``date``/``date-time`` string (a ``pattern`` beside allowed), a ``pattern``
     string, a number (bounds and ``multipleOf`` allowed) or a string ``enum`` of which ``source`` states a
     value."""
     if not isinstance(node, dict):
         return False
-    keys = set(node) - {STATED_KEY}
-    if _choices_only(node):
-        return bool(stated_for(node, source))
-    if _number_only(node):
-        return keys <= _NUMBER_KEYS and bool(stated_for(node, source))
-    if not _string_only(node):
-        return False
-    shaped = keys <= _TEXT_KEYS | {"format", "pattern"} and node.get("format") in _ISO
-    shaped = shaped or (keys <= _TEXT_KEYS | {"pattern"} and "pattern" in node)
-    return shaped and bool(stated_for(node, source))
+    return (_choices_only(node) or _stated_kind(node)) and bool(stated_for(node, source))
 
 
 def unstated(node: Any, source: str) -> bool:
@@ -237,15 +244,9 @@ def unstated(node: Any, source: str) -> bool:
     if node.get("type") in ("array", ["array"]) and set(node) <= _TEXT_KEYS | {"items", "minItems", "maxItems",
                                                                                   "uniqueItems"}:
         return unstated(node.get("items"), source)
-    if _number_only(node) and set(node) <= _NUMBER_KEYS:
+    if _stated_kind(node):
         return not stated_for(node, source)
-    if not _string_only(node) or not set(node) <= _TEXT_KEYS | {"format", "pattern"}:
-        return False
-    if node.get("format") == "email":
-        return not emails_in(source, node.get("pattern"))
-    if node.get("format") in _ISO or ("pattern" in node and "format" not in node):
-        return not stated_for(node, source)
-    return False
+    return _email_only(node) and not emails_in(source, node.get("pattern"))
 
 
 def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
