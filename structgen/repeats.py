@@ -88,7 +88,9 @@ def ruled_out(schema: Any, value: Any, places: list[tuple[tuple, Any]]) -> dict 
 
     from .constraints.json_regex import AutomatonUnsupported, resolve_ref
 
-    def down(node: Any, v: Any, path: tuple, bad: Any, root) -> dict | None:
+    root = Draft202012Validator(schema)  # which branch a value takes: EXCLUDE_KEY changes no validity
+
+    def down(node: Any, v: Any, path: tuple, bad: Any) -> dict | None:
         if not isinstance(node, dict):
             return None
         if isinstance(node.get("$ref"), str):
@@ -98,7 +100,7 @@ def ruled_out(schema: Any, value: Any, places: list[tuple[tuple, Any]]) -> dict 
                 return None
             if not isinstance(target, dict):
                 return None
-            return down({**{k: x for k, x in node.items() if k != "$ref"}, **target}, v, path, bad, root)
+            return down({**{k: x for k, x in node.items() if k != "$ref"}, **target}, v, path, bad)
         if not path:
             return {**node, EXCLUDE_KEY: [*node.get(EXCLUDE_KEY, []), bad]} if STATED_KEY in node else None
         for key in ("anyOf", "oneOf", "allOf"):
@@ -108,21 +110,21 @@ def ruled_out(schema: Any, value: Any, places: list[tuple[tuple, Any]]) -> dict 
             for i, b in enumerate(branches):
                 if key != "allOf" and not root.evolve(schema=b).is_valid(v):
                     continue
-                new = down(b, v, path, bad, root)
+                new = down(b, v, path, bad)
                 if new is not None:
                     return {**node, key: [new if j == i else x for j, x in enumerate(branches)]}
                 if key != "allOf":
                     break  # the first branch the value is valid against, as stated_leaves reads it
         props, k = node.get("properties"), path[0]
         if isinstance(v, dict) and isinstance(props, dict) and k in props and k in v:
-            new = down(props[k], v[k], path[1:], bad, root)
+            new = down(props[k], v[k], path[1:], bad)
             if new is not None:
                 return {**node, "properties": {**props, k: new}}
         return None
 
     out, changed = schema, False
     for path, bad in places:
-        new = down(out, value, tuple(path), bad, Draft202012Validator(out))
+        new = down(out, value, tuple(path), bad)
         if new is not None:
             out, changed = new, True
     return out if changed else None

@@ -268,7 +268,8 @@ class Generator:
             return path not in sole, int(stats.placed_at[first[0]]) if first and stats.placed_at is not None else 0
 
         repeats = [(path, v) for v, n, paths in groups for path in sorted(paths, key=placed)[n:]]
-        spots = sorted({i for path, _ in repeats for i in tokens_of(path)})
+        held = [tokens_of(path) for path, _ in repeats]  # the tokens of each occurrence redone
+        spots = sorted({i for toks in held for i in toks})
         before = canvas.clone()
         forced_before = None if stats.forced_at is None else stats.forced_at.clone()
 
@@ -282,7 +283,7 @@ class Generator:
         # also up to REPEAT_SHIFT places either side (the value written again one space later is the same
         # repeat; its other tokens, "@" or ".", may well start the next value)
         penalty[spots, canvas[spots]] = ECHO_PENALTY
-        firsts = [toks[0] for toks in (tokens_of(path) for path, _ in repeats) if toks]
+        firsts = [toks[0] for toks in held if toks]
         for d in range(-REPEAT_SHIFT, REPEAT_SHIFT + 1):
             near = [i for i in firsts if min(spots) <= i + d < canvas.shape[0]]
             penalty[[i + d for i in near], canvas[near]] = ECHO_PENALTY
