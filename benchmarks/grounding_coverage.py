@@ -25,14 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402
 
 
-def kind_and_candidates(node: dict, source: str, optional: bool = False):
+def kind_and_candidates(node: dict, source: str, prop: dict | None = None):
     """(kind, candidates or None for free text) of a schema node as grounding treats it; kind None: untouched.
-    ``optional``: the node is an optional property's (or its items'), whose default is all an unstated value
-    may be (``ground_schema``)."""
+    ``prop``: the optional property (with a default) the node is or is an item of, whose default is all an
+    unstated value may be (``ground_schema``)."""
     from structgen.grounding import emails_in, groundable, statable, stated_for, unstated
 
-    if optional and "default" in node and unstated(node, source):
-        return "default only", [node["default"]]
+    if prop is not None and unstated(prop, source):
+        default = prop["default"]
+        return "default only", default if isinstance(default, list) else [default]
     if groundable(node, source):
         if node.get("format") == "email":
             return "email", emails_in(source, node.get("pattern"))
@@ -89,11 +90,7 @@ def main() -> None:
                     else:
                         schema, value = ex.spec.schema, gold
                     for node, v, prop in leaves(schema, value, schema):
-                        kind, cands = kind_and_candidates(prop or node, ex.prompt, optional=prop is not None)
-                        if kind == "default only":  # a list's default holds its items
-                            cands = cands[0] if isinstance(cands[0], list) else cands
-                        elif prop is not None and prop is not node:
-                            kind, cands = kind_and_candidates(node, ex.prompt)
+                        kind, cands = kind_and_candidates(node, ex.prompt, prop)
                         key = (fam, split, kind or "left as it is")
                         counts[key + ("values",)] += 1
                         ok = kind is None or (is_quoted(v, quotable(ex.prompt)) if cands is None else v in cands)
