@@ -350,6 +350,8 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
 
         def write(tmp: Path) -> None:
             model.eval()
+            if cfg.save_dtype != "float32":  # the last use of the model: cast it in place, no second copy
+                model.to(getattr(torch, cfg.save_dtype))
             with quiet_loading():
                 model.save_pretrained(str(tmp))
             tok.save_pretrained(str(tmp))

@@ -1,0 +1,76 @@
+"""The training presets beyond ``small`` and the dtype the weights are saved in (``TrainConfig.save_dtype``)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors import safe_open
+from typer.testing import CliRunner
+
+import structgen as sg
+from structgen.cli import app
+from structgen.errors import ConfigError
+from structgen.train.config import TrainConfig, build_model, count_parameters
+from structgen.train.data.base import Example
+from structgen.train.trainer import TrainData, train
+
+MAX_SHIPPED_MB = 25.0  # issue 4: the shipped weights are at most 25 MB
+
+
+def _examples(n: int) -> list[Example]:
+    spec = sg.JsonSchema({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+                          "required": ["name", "age"], "additionalProperties": False})
+    names = ["Maria Lopez", "Tom Berg", "Ana Silva", "Li Wei"]
+    return [Example("json", "a", f"{names[i % 4]}, {20 + i}", spec, f'{{"name": "{names[i % 4]}", "age": {20 + i}}}',
+                    None) for i in range(n)]
+
+
+def _tensors(path) -> dict[str, torch.Tensor]:
+    with safe_open(str(path / "model.safetensors"), framework="pt") as f:
+        return {k: f.get_tensor(k) for k in f.keys()}
+
+
+def test_bfloat16_weights_are_the_trained_ones_rounded_and_load_as_float32(tmp_path):
+    data = TrainData(_examples(16), _examples(4))
+    for name, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
+        train(TrainConfig.tiny(steps=6, save_dtype=dtype), tmp_path / name, progress=False, data=data)
+    full, half = _tensors(tmp_path / "fp32"), _tensors(tmp_path / "bf16")
+    assert full.keys() == half.keys()
+    floats = [k for k in full if full[k].is_floating_point()]
+    assert floats and all(full[k].dtype == torch.float32 and half[k].dtype == torch.bfloat16 for k in floats)
+    assert all(torch.equal(full[k].to(torch.bfloat16), half[k]) for k in floats)  # the same run, rounded once
+    size = {n: (tmp_path / n / "model.safetensors").stat().st_size for n in ("fp32", "bf16")}
+    assert size["bf16"] < 0.6 * size["fp32"]
+
+    model = sg.load_model(tmp_path / "bf16", device="cpu")  # computes in float32 on the CPU
+    assert {p.dtype for p in model.model.parameters()} == {torch.float32}
+    ids = torch.tensor([[model.tokenizer.mask_token_id] * 4])
+    assert model.logits(ids).dtype == torch.float32
+    assert sg.Generator(model).generate("Tom Berg, 31", _examples(1)[0].spec, max_tokens=24).valid
+
+
+def test_gpu_preset_is_the_capacity_recipe_and_fits_the_shipping_limit():
+    cfg = TrainConfig.preset("gpu")
+    assert (cfg.num_layers, cfg.hidden_size, cfg.device, cfg.save_dtype, cfg.keep) == (6, 384, "cuda", "bfloat16",
+                                                                                         "best")
+    assert cfg.request_notes and cfg.dropout > 0 and cfg.max_batch_tokens > TrainConfig.small().max_batch_tokens
+    model = build_model(sg.models.default.default_tokenizer(), cfg)
+    n = count_parameters(model)
+    assert n > 2 * count_parameters(build_model(sg.models.default.default_tokenizer(), TrainConfig.small()))
+    assert n * 2 / 1e6 < MAX_SHIPPED_MB - 1  # bfloat16 weights, with room for the tokenizer and config
+    assert TrainConfig.preset("gpu", device="cpu", minutes=1.0).device == "cpu"  # overrides still apply
+
+
+def test_save_dtype_is_checked():
+    with pytest.raises(ConfigError, match="save_dtype must be one of float32, bfloat16"):
+        TrainConfig.tiny(save_dtype="float16")
+
+
+def test_cli_gpu_preset_without_a_gpu_says_what_to_do(tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: the preset would train")
+    r = CliRunner().invoke(app, ["train", "--preset", "gpu", "--out", str(tmp_path / "m")])
+    assert r.exit_code == 2 and "no CUDA device" in r.output and "--device cpu" in r.output
+    assert not (tmp_path / "m").exists()
+    r = CliRunner().invoke(app, ["train", "--preset", "tiny", "--save-dtype", "half", "--out", str(tmp_path / "m")])
+    assert r.exit_code == 2 and "save_dtype" in r.output
