@@ -25,7 +25,8 @@ import _common as C  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--examples-per-family", type=int, default=None, help="default: the small preset's")
+    ap.add_argument("--preset", default="small", help="small | gpu (its request notes cost time too)")
+    ap.add_argument("--examples-per-family", type=int, default=None, help="default: the preset's")
     ap.add_argument("--drill-examples", type=int, default=0)
     ap.add_argument("--pointers", action="store_true", help="the pointer targets of --source-loss too")
     ap.add_argument("--threads", type=int, default=2)
@@ -43,7 +44,7 @@ def main() -> None:
     over = {"drill_examples": a.drill_examples}
     if a.examples_per_family:
         over["examples_per_family"] = a.examples_per_family
-    cfg = TrainConfig.small(**over)
+    cfg = TrainConfig.preset(a.preset, device="cpu", **over)
     times: dict[str, float] = {}
 
     def timed(name, fn):

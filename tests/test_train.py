@@ -462,15 +462,15 @@ def test_failed_save_keeps_the_previous_model(tmp_path, monkeypatch):
     data = TrainData(person_examples(8))
     train(TrainConfig.tiny(steps=2), tmp_path / "m", progress=False, data=data)
     before = _weights(tmp_path / "m")
-    import structgen.train.trainer as trainer_mod
+    import structgen.train.saving as saving
 
-    real = trainer_mod._normal_permissions
+    real = saving._normal_permissions
 
     def broken(folder):
         real(folder)
         raise OSError(5, "I/O error")
 
-    monkeypatch.setattr(trainer_mod, "_normal_permissions", broken)
+    monkeypatch.setattr(saving, "_normal_permissions", broken)
     with pytest.raises(StructgenError):
         train(TrainConfig.tiny(steps=3, seed=4), tmp_path / "m", progress=False, data=data)
     after = _weights(tmp_path / "m")

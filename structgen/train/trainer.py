@@ -11,10 +11,10 @@ the device has fast bfloat16 kernels (``config.use_bf16``; weights and optimiser
 
 The run stops at ``cfg.steps``, when ``cfg.minutes`` (counted from the call, data and tokenizer included)
 are spent, at the first Ctrl-C, or before applying a non-finite loss (``stopped_by="diverged"``), and
-still saves. The output directory is written atomically: everything goes to a temporary sibling folder
-that is renamed into place at the end, so ``out_dir`` is either the previous complete model, the new
-complete model, or absent. It holds ``config.json``,
-``model.safetensors``, the tokenizer files and ``structgen_recipe.json`` (the config, the data seed and a
+still saves. The output directory is written atomically (``saving.py``): everything goes to a temporary
+sibling folder that is renamed into place at the end, so ``out_dir`` is either the previous complete model,
+the new complete model, or absent. It holds ``config.json``, ``model.safetensors`` (float32, or bfloat16
+with ``cfg.save_dtype``), the tokenizer files and ``structgen_recipe.json`` (the config, the data seed and a
 digest of the data, library versions, training time, losses): ``sg.load_model(out_dir)`` loads it.
 """
 
@@ -27,8 +27,6 @@ import os
 import platform
 import random
 import resource
-import shutil
-import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -39,12 +37,13 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from ..errors import ConfigError, StructgenError
+from ..errors import ConfigError
 from ..models.default import RECIPE_FILE
 from ..models.hf_mlm import quiet_loading
 from .batches import Batch, batch_stream, encode_examples, fixed_batches
 from .config import TrainConfig, build_model, count_parameters, use_bf16
 from .keep_best import BestWeights
+from .saving import check_out_dir, save_atomic
 from .objective import llada_loss
 from .step import make_optimizer, training_step
 from .tokenizer import build_tokenizer
@@ -130,54 +129,6 @@ def corpus_of(examples: Sequence[Any]) -> list[str]:
         texts += [shown] if isinstance(shown, str) else [str(m.get("content") or "") for m in shown]
         texts.append(ex.target)
     return texts
-
-
-def check_out_dir(out: Path) -> None:
-    """Fail before training if ``out`` cannot be written or would overwrite something that is not a model."""
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"{str(out)!r} is a file; pass a directory for the trained model")
-    if out.is_dir() and any(out.iterdir()) and not (out / RECIPE_FILE).is_file():
-        raise ConfigError(f"{str(out)!r} is a non-empty folder that is not a structgen-trained model; pass an "
-                          "empty or new folder (a previous trained model there is replaced)")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=out.parent).close()
-    except OSError as e:
-        raise ConfigError(f"cannot write in {str(out.parent)!r} ({e}); pass a writable --out folder") from e
-
-
-def save_atomic(out: Path, write) -> None:
-    """Call ``write(tmp_dir)`` and move the result to ``out`` in one rename; on any failure, leave no trace."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    old = None
-    try:
-        write(tmp)
-        _normal_permissions(tmp)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            os.replace(out, old / "model")
-        os.replace(tmp, out)
-    except BaseException as e:
-        if old is not None and (old / "model").exists() and not out.exists():
-            os.replace(old / "model", out)  # put the previous model back
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(e, OSError):
-            raise StructgenError(f"saving the model to {str(out)!r} failed ({e}); nothing was written there. "
-                                 "Free disk space or pass another --out folder") from e
-        raise
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-
-
-def _normal_permissions(folder: Path) -> None:
-    """mkdtemp makes a private (0700) folder: give it and its files the modes the umask gives new ones."""
-    mask = os.umask(0)
-    os.umask(mask)
-    folder.chmod(0o777 & ~mask)
-    for f in folder.rglob("*"):
-        f.chmod((0o777 if f.is_dir() else 0o666) & ~mask)
 
 
 def _seed_everything(seed: int) -> None:
