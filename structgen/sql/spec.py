@@ -54,14 +54,26 @@ def _column_notes(create_sql: str, column: str) -> str:
     return notes
 
 
+#: schema digest -> its block, for the few databases a process prompts over (each prompt renders its schema)
+_BLOCKS: dict[str, str] = {}
+_BLOCKS_MAX = 64
+
+
 def schema_block(schema: DbSchema) -> str:
     """The schema as the model sees it: one line per table (see the module docstring)."""
-    aliases = table_aliases(schema)
-    lines = []
-    for t in schema.tables:
-        cols = ", ".join(f"{c.name} {c.type or 'ANY'}{_column_notes(t.create_sql, c.name)}" for c in t.columns)
-        lines.append(f"{t.name} AS {aliases[t.name][0]} ({cols})")
-    return "### SQLite schema\n" + "\n".join(lines)
+    block = _BLOCKS.get(schema.digest) if schema.digest else None
+    if block is None:
+        aliases = table_aliases(schema)
+        lines = []
+        for t in schema.tables:
+            cols = ", ".join(f"{c.name} {c.type or 'ANY'}{_column_notes(t.create_sql, c.name)}" for c in t.columns)
+            lines.append(f"{t.name} AS {aliases[t.name][0]} ({cols})")
+        block = "### SQLite schema\n" + "\n".join(lines)
+        if schema.digest:
+            if len(_BLOCKS) >= _BLOCKS_MAX:
+                _BLOCKS.clear()
+            _BLOCKS[schema.digest] = block
+    return block
 
 
 def sql_prompt(schema: DbSchema, prompt: Any) -> Any:
