@@ -14,8 +14,8 @@ set -u
 OUT=${OUT:-$PWD/device-out}
 DEVICE=${DEVICE:-cuda}
 RECIPES=${RECIPES:-gpu}  # names from train_grid.RECIPES without spaces, e.g. "gpu notes"
-GRID_ARGS=${GRID_ARGS:---minutes 6 -n 50 --deadline 450}
-GRID_TIMEOUT=${GRID_TIMEOUT:-510}  # seconds: the device tool stops a command at 600, and packing comes after
+GRID_ARGS=${GRID_ARGS:---minutes 5.5 -n 50 --deadline 420 --modes constrained,grounded,unconstrained,one-token}
+GRID_TIMEOUT=${GRID_TIMEOUT:-540}  # seconds: the device tool stops a command at 600, and packing comes after
 WORK=$(mktemp -d)
 REPO=$PWD
 mkdir -p "$OUT"

@@ -11,9 +11,9 @@ a second each, launch-bound, so give a recipe the GPU alone when its figures mat
 41-44). Then every model is scored per family and decoding mode (``structgen.train.evaluate``), ``--jobs``
 scorings at a time on one CPU thread each, on ``--eval-device``.
 
-Prints one table (per recipe: steps, training tokens/s, held-out loss, the weights kept, and accuracy per
-family and mode, validity beside it where it is not 100%) and writes ``OUT/grid.json`` with every figure
-and each scoring's decoded examples. Asserts nothing.
+Prints two tables (per recipe: steps, training tokens/s, held-out loss, the weights kept, size; then
+accuracy, validity and nfe per token per family and decoding mode) and writes ``OUT/grid.json`` with every
+figure and each scoring's decoded examples. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -179,23 +179,29 @@ def main() -> None:
 
 
 def print_table(grid: dict, fams: list[str], modes: list[str]) -> None:
-    cols = [(f, m) for f in fams for m in modes if any(row["family"] == f and row["mode"] == m
-                                                     for rec in grid["recipes"].values() for row in rec["rows"])]
-    head = ["recipe", "steps", "tok/s", "held-out loss", "kept"] + [f"{f} {m}" for f, m in cols]
-    body = []
+    """Two tables: each recipe's training, then its scores per family (rows) and decoding mode (columns)."""
+    runs = []
     for name, rec in grid["recipes"].items():
         rep = rec["report"] or {}
-        cells = [name, f"{rep.get('steps', 0):,}", f"{rep.get('tokens_per_s', 0):,.0f}",
-                 "-" if rep.get("heldout_loss") is None else f"{rep['heldout_loss']:.3f}",
-                 str(rep.get("kept_step", "-"))]
+        runs.append([name, rec["preset"], f"{rep.get('steps', 0):,}", f"{rep.get('tokens_per_s', 0):,.0f}",
+                     "-" if rep.get("heldout_loss") is None else f"{rep['heldout_loss']:.3f}",
+                     str(rep.get("kept_step", "-")), f"{rep.get('params', 0) / 1e6:.1f}M",
+                     f"{rep.get('dir_mb', 0):.1f}"])
+    C.console.print(C.table(f"training on {grid['device']}", ["recipe", "preset", "steps", "tokens/s",
+                                                              "held-out loss", "kept step", "parameters", "MB"],
+                            runs))
+    body = []
+    for name, rec in grid["recipes"].items():
         by = {(row["family"], row["mode"]): row for row in rec["rows"]}
-        for key in cols:
-            row = by.get(key)
-            cells.append("-" if row is None else f"{row['accuracy']:.1%}"
-                         + ("" if row["valid"] >= 1 else f" (valid {row['valid']:.0%})"))
-        body.append(cells)
-    C.console.print(C.table(f"train grid on {grid['device']}: held-out accuracy, n={grid['n']} per family",
-                            head, body))
+        for f in fams:
+            cells = [name, f]
+            for m in modes:
+                row = by.get((f, m))
+                cells.append("-" if row is None else f"{row['accuracy']:.1%} ({row['valid']:.0%} valid, nfe/token "
+                                                     f"{row['nfe_per_token']:.2f})")
+            body.append(cells)
+    C.console.print(C.table(f"held-out accuracy, n={grid['n']} per family (scored on {grid['eval_device']})",
+                            ["recipe", "family", *modes], body))
 
 
 if __name__ == "__main__":
