@@ -8,8 +8,8 @@
 #   bash benchmarks/device_grid.sh                      # on the GPU machine (device tool: carry .whl)
 #   NO_WHEELS=1 DEVICE=cpu GRID_ARGS="--tiny --minutes 0.3 -n 2" bash benchmarks/device_grid.sh   # a dry run
 #
-# .whl/: `pip wheel --no-deps -w .whl .` and the dependencies that machine lacks, for its Python (3.12):
-# /work/.library/device/README.md says how.
+# .whl/: `bash benchmarks/device_wheels.sh` puts there structgen's own wheel and the packages that machine
+# lacks, for its Python (3.12).
 set -u
 OUT=${OUT:-$PWD/device-out}
 DEVICE=${DEVICE:-cuda}
