@@ -26,6 +26,13 @@ def train(
     threads: Optional[int] = typer.Option(None, "--threads", help="CPU threads for torch."),
     precision: Optional[str] = typer.Option(None, "--precision", help="auto (bfloat16 autocast where the device "
                                             "has fast bfloat16 matmuls) | bf16 | fp32."),
+    hidden_size: Optional[int] = typer.Option(None, "--hidden-size", help="Model width (default: the preset's, 256 "
+                                              "for small, 384 for gpu); a multiple of --heads."),
+    layers: Optional[int] = typer.Option(None, "--layers", help="Transformer layers (default: the preset's)."),
+    heads: Optional[int] = typer.Option(None, "--heads", help="Attention heads (default: the preset's; head size "
+                                        "64 runs fastest on CPU)."),
+    intermediate_size: Optional[int] = typer.Option(None, "--intermediate-size", help="MLP width (default: the "
+                                                    "preset's, 3 x --hidden-size for small)."),
     examples_per_family: Optional[int] = typer.Option(None, "--examples-per-family", help="Training examples "
                                                       "per task family."),
     drill_examples: Optional[int] = typer.Option(None, "--drill-examples", help="JSON drill records added to the "
@@ -91,6 +98,8 @@ def train(
 
     try:
         cfg = TrainConfig.preset(preset, minutes=minutes, steps=steps, seed=seed, device=device, threads=threads,
+                                 hidden_size=hidden_size, num_layers=layers, num_heads=heads,
+                                 intermediate_size=intermediate_size,
                                  precision=precision, examples_per_family=examples_per_family,
                                  drill_examples=drill_examples, pretokenizer=pretokenizer, dropout=dropout,
                                  attention_dropout=attention_dropout, copy_convert=convert_path, lookup=lookup,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from safetensors import safe_open
@@ -74,3 +76,20 @@ def test_cli_gpu_preset_without_a_gpu_says_what_to_do(tmp_path):
     assert not (tmp_path / "m").exists()
     r = CliRunner().invoke(app, ["train", "--preset", "tiny", "--save-dtype", "half", "--out", str(tmp_path / "m")])
     assert r.exit_code == 2 and "save_dtype" in r.output
+
+
+def test_cli_sets_the_model_shape_and_the_saved_dtype(tmp_path):
+    out = tmp_path / "m"
+    r = CliRunner().invoke(app, ["train", "--preset", "tiny", "--steps", "2", "--examples-per-family", "4",
+                                 "--hidden-size", "96", "--layers", "3", "--heads", "3", "--intermediate-size", "160",
+                                 "--save-dtype", "bfloat16", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    config = json.loads((out / "config.json").read_text())
+    assert (config["hidden_size"], config["num_hidden_layers"], config["num_attention_heads"],
+            config["intermediate_size"]) == (96, 3, 3, 160)
+    recipe = json.loads((out / "structgen_recipe.json").read_text())["config"]
+    assert (recipe["hidden_size"], recipe["num_layers"], recipe["save_dtype"]) == (96, 3, "bfloat16")
+    assert {t.dtype for t in _tensors(out).values() if t.is_floating_point()} == {torch.bfloat16}
+    bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--hidden-size", "100", "--heads", "3",
+                                   "--out", str(tmp_path / "bad")])
+    assert bad.exit_code == 2 and "multiple of num_heads" in bad.output and not (tmp_path / "bad").exists()
