@@ -43,8 +43,8 @@ from ..models.hf_mlm import quiet_loading
 from .batches import Batch, batch_stream, encode_examples, fixed_batches
 from .config import TrainConfig, build_model, count_parameters, use_bf16
 from .keep_best import BestWeights
-from .saving import check_out_dir, save_atomic
 from .objective import llada_loss
+from .saving import check_out_dir, save_atomic
 from .step import make_optimizer, training_step
 from .tokenizer import build_tokenizer
 
