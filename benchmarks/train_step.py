@@ -1,6 +1,6 @@
 """The cost of one training step of ``structgen train``'s model under dropout and conversion-path settings.
 
-Each setting builds the ``small`` preset's model (``structgen.train.config.build_model``, copy head
+Each setting builds the ``small`` preset's model (``structgen.train.model_init.build_model``, copy head
 included) over the 4k test tokenizer and times the trainer's own step (``structgen.train.step.training_step``: the
 LLaDA loss with the preset's noise settings, backward, gradient clipping and AdamW) on one fixed batch,
 under the same bfloat16 autocast decision as the trainer (``use_bf16``). The settings take turns, one step each per
@@ -51,7 +51,8 @@ def main() -> None:
     import torch
 
     from structgen.train.batches import Batch
-    from structgen.train.config import TrainConfig, build_model, use_bf16
+    from structgen.train.config import TrainConfig
+    from structgen.train.model_init import build_model, use_bf16
     from structgen.train.step import make_optimizer, training_step
 
     tok = C.tokenizer("4k")

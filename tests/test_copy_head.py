@@ -7,7 +7,8 @@ import torch
 
 import structgen as sg
 from structgen.models.copy_head import ARCHITECTURE, ModernBertWithCopyHead
-from structgen.train.config import TrainConfig, build_model
+from structgen.train.config import TrainConfig
+from structgen.train.model_init import build_model
 from structgen.train.objective import llada_loss, masked_logits
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -395,7 +396,7 @@ def test_the_config_refuses_top_k_without_the_conversion_path():
         TrainConfig.small(convert_topk=4)
     with pytest.raises(ConfigError, match="convert_topk must be an integer >= 0"):
         TrainConfig.small(copy_convert=True, convert_topk=-1)
-    from structgen.train.config import model_config
+    from structgen.train.model_init import model_config
 
     cfg = TrainConfig.tiny(copy_head=True, copy_convert=True, convert_topk=4)
 

@@ -184,7 +184,7 @@ def test_training_gives_the_lookup_the_request_before_any_prefix():
 
 
 def test_the_config_refuses_prompt_keys_without_the_lookup(tok4k):
-    from structgen.train.config import model_config
+    from structgen.train.model_init import model_config
 
     assert model_config(tok4k, TrainConfig.small(lookup=True, lookup_keys="prompt")).copy_head_lookup_prompt is True
     assert model_config(tok4k, TrainConfig.small(lookup=True)).copy_head_lookup_prompt is False

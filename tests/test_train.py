@@ -16,7 +16,8 @@ import structgen as sg
 from structgen.errors import ConfigError, StructgenError
 from structgen.train.batches import (PromptEncoder, assemble, batch_stream, curriculum_cap, encode_examples,
                                      epoch_batches)
-from structgen.train.config import TrainConfig, count_parameters, model_config, use_bf16
+from structgen.train.config import TrainConfig
+from structgen.train.model_init import count_parameters, model_config, use_bf16
 from structgen.train.data.base import Example
 from structgen.train.objective import add_noise, llada_loss, masked_logits
 from structgen.train.tokenizer import ROUND_TRIP_SAMPLES, build_tokenizer, check_round_trip, encode_target

@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 import structgen as sg
 from structgen.cli import app
 from structgen.errors import ConfigError
-from structgen.train.config import TrainConfig, build_model, count_parameters
+from structgen.train.config import TrainConfig
+from structgen.train.model_init import build_model, count_parameters
 from structgen.train.data.base import Example
 from structgen.train.trainer import TrainData, train
 

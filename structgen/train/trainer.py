@@ -2,8 +2,8 @@
 
 The run: seed everything (``random``, numpy, torch; data drawn from ``cfg.seed``); build the training
 mixture and the held-out split (templates never seen in training); train the byte-level BPE; encode rows
-(``batches.py``); initialise a ModernBERT, with a copy head by default (``config.build_model``); matmuls autocast to bfloat16 where
-the device has fast bfloat16 kernels (``config.use_bf16``; weights and optimiser stay fp32); AdamW
+(``batches.py``); initialise a ModernBERT, with a copy head by default (``model_init.build_model``); matmuls autocast to bfloat16 where
+the device has fast bfloat16 kernels (``model_init.use_bf16``; weights and optimiser stay fp32); AdamW
 (weight decay on matrices only), warmup + cosine (``TrainConfig.lr_at``), gradient clipping, LLaDA's loss
 (``objective.py``), one step at a time (``step.py``); for the first part of the run a length curriculum (``TrainConfig.competence``). Every
 ``eval_every`` steps the held-out loss is measured with fixed noise, so values along the curve compare; with
@@ -41,8 +41,9 @@ from ..errors import ConfigError
 from ..models.default import RECIPE_FILE
 from ..models.hf_mlm import quiet_loading
 from .batches import Batch, batch_stream, encode_examples, fixed_batches
-from .config import TrainConfig, build_model, count_parameters, use_bf16
+from .config import TrainConfig
 from .keep_best import BestWeights
+from .model_init import build_model, count_parameters, use_bf16
 from .objective import llada_loss
 from .saving import check_out_dir, save_atomic
 from .step import make_optimizer, training_step
