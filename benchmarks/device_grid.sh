@@ -47,14 +47,16 @@ pack_models() {  # each trained model once, as soon as it is saved
     tar czf - -C "$WORK/grid" "$name" | split -b 15m -d - "$OUT/$name.tgz.part"
   done
 }
-( while sleep 5; do
+( while sleep 5; do  # packs the first trained model while the rest train and score
     ls "$WORK"/grid/*.train.json >/dev/null 2>&1 && pack_models && break
+    [ -e "$WORK/grid.done" ] && break
   done ) &
 PACKER=$!
 # shellcheck disable=SC2086
 timeout "$GRID_TIMEOUT" $PY benchmarks/train_grid.py --device "$DEVICE" --recipes $RECIPES --jobs 15 \
   --out "$WORK/grid" $GRID_ARGS 2>&1 | tee "$LOGS/grid.log"
-kill "$PACKER" 2>/dev/null
+touch "$WORK/grid.done"
+wait "$PACKER"  # never cut a pack short: a half-written part00 would look packed to the next call
 pack_models
 jobs -p | xargs -r kill 2>/dev/null
 tar czf "$OUT/results.tgz" -C "$WORK" logs $(cd "$WORK" && ls -d grid/*.json grid/*.log 2>/dev/null)

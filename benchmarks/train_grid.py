@@ -81,15 +81,18 @@ def eval_one(model_dir: Path, family: str, mode: str, n: int, device: str, out: 
     import structgen as sg
     from structgen.train.evaluate import evaluate
 
+    def score(on: str):
+        return evaluate(sg.load_model(str(model_dir), device=on), families=[family], modes=[mode], n=n)
+
     try:
-        rows = evaluate(sg.load_model(str(model_dir), device=device), families=[family], modes=[mode], n=n)
+        rows = score(device)
     except Exception:  # a device fault must not cost the grid its figures: say so, and score on the CPU
         if device == "cpu":
             raise
         traceback.print_exc()
         print(f"scoring on {device} failed; scoring on the CPU instead", flush=True)
         device = "cpu"
-        rows = evaluate(sg.load_model(str(model_dir), device=device), families=[family], modes=[mode], n=n)
+        rows = score(device)
     payload = [{**r.as_dict(), "device": device, "examples": [vars(s) for s in r.examples]} for r in rows]
     out.write_text(json.dumps(payload, default=str))
 
