@@ -14,18 +14,11 @@ from structgen.cli import app
 from structgen.errors import ConfigError
 from structgen.train.config import TrainConfig
 from structgen.train.model_init import build_model, count_parameters
-from structgen.train.data.base import Example
 from structgen.train.trainer import TrainData, train
 
+from test_train import PERSON, person_examples  # stand-in JSON examples: text and chat prompts
+
 MAX_SHIPPED_MB = 25.0  # issue 4: the shipped weights are at most 25 MB
-
-
-def _examples(n: int) -> list[Example]:
-    spec = sg.JsonSchema({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-                          "required": ["name", "age"], "additionalProperties": False})
-    names = ["Maria Lopez", "Tom Berg", "Ana Silva", "Li Wei"]
-    return [Example("json", "a", f"{names[i % 4]}, {20 + i}", spec, f'{{"name": "{names[i % 4]}", "age": {20 + i}}}',
-                    None) for i in range(n)]
 
 
 def _tensors(path) -> dict[str, torch.Tensor]:
@@ -34,7 +27,7 @@ def _tensors(path) -> dict[str, torch.Tensor]:
 
 
 def test_bfloat16_weights_are_the_trained_ones_rounded_and_load_as_float32(tmp_path):
-    data = TrainData(_examples(16), _examples(4))
+    data = TrainData(person_examples(16), person_examples(4, 1))
     for name, dtype in (("fp32", "float32"), ("bf16", "bfloat16")):
         train(TrainConfig.tiny(steps=6, save_dtype=dtype), tmp_path / name, progress=False, data=data)
     full, half = _tensors(tmp_path / "fp32"), _tensors(tmp_path / "bf16")
@@ -49,7 +42,7 @@ def test_bfloat16_weights_are_the_trained_ones_rounded_and_load_as_float32(tmp_p
     assert {p.dtype for p in model.model.parameters()} == {torch.float32}
     ids = torch.tensor([[model.tokenizer.mask_token_id] * 4])
     assert model.logits(ids).dtype == torch.float32
-    assert sg.Generator(model).generate("Tom Berg, 31", _examples(1)[0].spec, max_tokens=24).valid
+    assert sg.Generator(model).generate("Tom Berg, 31", sg.JsonSchema(PERSON), max_tokens=24).valid
 
 
 def test_gpu_preset_is_the_capacity_recipe_and_fits_the_shipping_limit():
