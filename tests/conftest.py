@@ -1,5 +1,5 @@
 """Shared fixtures: locally built tokenizers (no download) and the path to ../shared/data; each xdist worker's
-share of the CPU threads."""
+share of the CPU threads; the alert DSL's catalog, grammars and parser (test_alerts*.py)."""
 
 from __future__ import annotations
 
@@ -82,3 +82,39 @@ def bench_script():
             sys.path.remove(str(ROOT / "benchmarks"))
 
     return load
+
+
+@pytest.fixture(scope="module")
+def alerts_catalog():
+    """examples/alerts/catalog.json, loaded."""
+    from structgen.validators.alerts import AlertCatalog
+
+    return AlertCatalog.load(ROOT / "examples" / "alerts" / "catalog.json")
+
+
+@pytest.fixture(scope="module")
+def alerts_constraint(tok4k):
+    """The shipped ``grammars/alerts.lark``, compiled (no catalog)."""
+    import structgen as sg
+
+    return sg.compile(sg.Grammar("alerts.lark"), tok4k)
+
+
+@pytest.fixture(scope="module")
+def alerts_narrow(alerts_catalog, tok4k):
+    """``(spec, constraint)`` of ``alerts_spec`` narrowed to the example catalog."""
+    import structgen as sg
+    from structgen.validators.alerts import alerts_spec
+
+    spec = alerts_spec(alerts_catalog)
+    return spec, sg.compile(spec, tok4k)
+
+
+@pytest.fixture(scope="module")
+def alerts_parser():
+    """Lark's Earley parser over the shipped alert grammar, ambiguities kept (a test fails on any)."""
+    import lark
+
+    from structgen.validators.alerts import GRAMMAR_PATH
+
+    return lark.Lark(GRAMMAR_PATH.read_text(), parser="earley", ambiguity="explicit")
