@@ -25,8 +25,7 @@ PY=${PY:-python3}
 if [ -z "${NO_WHEELS:-}" ] && [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$WORK/site" .whl/*.whl \
     || { echo "wheel install failed"; exit 1; }
-  export PYTHONPATH="$WORK/site"
-  cp -r examples "$WORK/site/"  # the tool-call data reads examples/tools.py beside the package, as in a checkout
+  export PYTHONPATH="$WORK/site"  # the wheel carries the example files the training data reads (structgen/examples)
 fi
 $PY -c "import torch, structgen, transformers; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(),
 torch.cuda.get_device_name(0) if torch.cuda.is_available() else '-', 'transformers', transformers.__version__)"

@@ -18,19 +18,16 @@ import functools
 import random
 from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 from typing import Any, NamedTuple
 
-from structgen.errors import StructgenError
 from structgen.validators.alerts import (AlertRule, And, Comparison, Condition, Duration, LabelMatch, Metric,
                                          Notify, Or, Page, Threshold)
 
-from .base import Example, Template, check_split, generate, noise
+from .base import Example, Template, check_split, example_file, generate, noise
 
 __all__ = ["TRAIN_TEMPLATES", "HELDOUT_TEMPLATES", "examples", "catalog", "alert_spec"]
 
 FAMILY = "alert"
-_CATALOG = Path(__file__).resolve().parents[3] / "examples" / "alerts" / "catalog.json"
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,10 +35,7 @@ def catalog():
     """The example alert catalog (``examples/alerts/catalog.json``)."""
     from structgen.validators.alerts import AlertCatalog
 
-    if not _CATALOG.is_file():
-        raise StructgenError(f"the alert training data needs the example catalog {_CATALOG}, which is missing; "
-                             "run from a source checkout of structgen (examples/ beside structgen/)")
-    return AlertCatalog.load(_CATALOG)
+    return AlertCatalog.load(example_file("alerts/catalog.json", "the alert-rule data"))
 
 
 @functools.lru_cache(maxsize=1)

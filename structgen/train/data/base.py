@@ -10,6 +10,8 @@
 * :func:`canonical_json` is the one serialisation of every JSON target: ``", "`` and ``": "`` separators
   (both engines allow one optional space after ``,`` and ``:``, docs/design-notes.md "Whitespace"), non-ASCII
   kept as is, keys in schema property order (:func:`ordered`).
+* :func:`example_file` finds a file of ``examples/`` (the tools, the shop database's builder, the alert
+  catalog) in a source checkout or, installed from a wheel, inside the package (``structgen/examples``).
 * :func:`generate` draws ``n`` examples deterministically: example ``i`` depends only on (family, split,
   seed, i), so a shorter run is a prefix of a longer one; templates are used round-robin in a seeded order.
 """
@@ -21,11 +23,27 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from structgen.errors import ConfigError, SpecError
 
 SPLITS = ("train", "heldout")
+
+#: where examples/ is: beside the package in a source checkout (or an editable install), inside it in a wheel
+#: (setup.py installs examples/*.py and pyproject's package data as ``structgen.examples``)
+EXAMPLES_DIRS = (Path(__file__).resolve().parents[3] / "examples", Path(__file__).resolve().parents[2] / "examples")
+
+
+def example_file(relative: str, needed_for: str) -> Path:
+    """The path of ``examples/<relative>`` (``EXAMPLES_DIRS``, the checkout's first); a ``SpecError`` that
+    says where it looked and what to do when neither has it."""
+    for folder in EXAMPLES_DIRS:
+        if (folder / relative).is_file():
+            return folder / relative
+    raise SpecError(f"{needed_for} needs examples/{relative}, which is neither in a source checkout "
+                    f"({EXAMPLES_DIRS[0] / relative}) nor installed with the package ({EXAMPLES_DIRS[1] / relative}); "
+                    "reinstall structgen (pip install -e . from the repository) or leave that family out")
 
 
 @dataclass(frozen=True)

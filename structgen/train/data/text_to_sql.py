@@ -31,12 +31,11 @@ from typing import Any, NamedTuple
 from structgen.errors import StructgenError
 
 from . import sql_composed
-from .base import Example, Template, check_split, generate, say
+from .base import Example, Template, check_split, example_file, generate, say
 
 __all__ = ["TRAIN_TEMPLATES", "HELDOUT_TEMPLATES", "examples", "shop_database", "sql_spec"]
 
 FAMILY = "sql"
-_BUILD = Path(__file__).resolve().parents[3] / "examples" / "shop" / "build.py"
 _CAT_WORD = {"books": "book", "electronics": "electronics", "garden": "garden", "kitchen": "kitchen",
              "toys": "toy"}
 _PRICES = (5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300)
@@ -229,10 +228,8 @@ HELDOUT: tuple[T, ...] = (
 @functools.lru_cache(maxsize=1)
 def shop_database() -> Path:
     """The path of the example shop database, built by ``examples/shop/build.py`` when missing."""
-    if not _BUILD.is_file():
-        raise StructgenError(f"the SQL training data needs the shop database builder {_BUILD}, which is "
-                             "missing; run from a source checkout of structgen (examples/ beside structgen/)")
-    spec = importlib.util.spec_from_file_location("_structgen_shop_build", _BUILD)
+    spec = importlib.util.spec_from_file_location("_structgen_shop_build",
+                                                  example_file("shop/build.py", "the SQL data"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return Path(mod.ensure())

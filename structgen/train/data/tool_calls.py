@@ -19,17 +19,15 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable
-from pathlib import Path
 
 from structgen.errors import SpecError
 
 from . import tool_composed
 from . import vocab as V
-from .base import Registry, Template, ValueSource, canonical_json, generate, ordered, say
+from .base import Registry, Template, ValueSource, canonical_json, example_file, generate, ordered, say
 
 FAMILY = "tool"
 REG = Registry(FAMILY)
-TOOLS_FILE = Path(__file__).resolve().parents[3] / "examples" / "tools.py"
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,10 +35,7 @@ def tools() -> tuple:
     """The example tools (``TOOLS`` of examples/tools.py, loaded by path)."""
     from structgen.agent.tools import load_tools
 
-    if not TOOLS_FILE.is_file():
-        raise SpecError(f"the tool-call training data needs {TOOLS_FILE} (examples/tools.py of a source "
-                        "checkout); run from the repository or pass the family list without 'tool'")
-    return load_tools(TOOLS_FILE)
+    return load_tools(example_file("tools.py", "the tool-call data"))
 
 
 @functools.lru_cache(maxsize=1)
