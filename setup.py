@@ -2,9 +2,9 @@
 
 ``validators/`` (and its subpackages) installs as ``structgen.validators``; ``grammars/`` as
 ``structgen.grammars`` (its ``*.lark`` files are package data); the modules of ``examples/`` (``tools.py``,
-``tool_impls.py``) as ``structgen.examples``, so that an installed structgen finds the example tools the
-tool-call training data and ``structgen eval`` read (``structgen.train.data.tool_calls.tools_file``).
-Everything else is in pyproject.toml.
+``tool_impls.py``) as ``structgen.examples``, with the shop database's builder and the alert catalog as its
+package data (pyproject.toml), so that an installed structgen finds the example files the training data and
+``structgen eval`` read (``structgen.train.data.base.example_file``). Everything else is in pyproject.toml.
 """
 
 from setuptools import find_packages, setup
