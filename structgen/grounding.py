@@ -319,7 +319,7 @@ class Grounded(JsonSchema):
 
     def __init__(self, inner: JsonSchema, source: str):
         if not isinstance(inner, JsonSchema):
-            raise ConfigError(f"grounding applies to JSON Schema specs and tool calls, not {inner!r}; "
+            raise ConfigError(f"grounding applies to JSON Schema specs, tool calls and sg.Sql, not {inner!r}; "
                               "leave ground off for regexes, grammars and choices")
         if not isinstance(source, str):
             raise ConfigError(f"the grounding source must be text, got {type(source).__name__}")
@@ -366,8 +366,11 @@ def ground(spec: Any, prompt: Any, how: bool | str) -> Any:
     string quotes from that text; ``False`` leaves the spec as it is."""
     if how is False or how is None:
         return spec
-    if how is True:
-        return Grounded(spec, source_text(prompt))
-    if isinstance(how, str):
-        return Grounded(spec, how)
-    raise ConfigError(f"ground must be True, False or the source text, got {type(how).__name__}")
+    if how is not True and not isinstance(how, str):
+        raise ConfigError(f"ground must be True, False or the source text, got {type(how).__name__}")
+    source = source_text(prompt) if how is True else how
+    from .sql.spec import Sql
+
+    if isinstance(spec, Sql):  # its string literals (structgen.sql.grounded)
+        return spec.grounded(source)
+    return Grounded(spec, source)

@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import SpecError
+from ..errors import ConfigError, SpecError
 from ..spec import Grammar, _digest
 from .grammar import generic_grammar, specialise, table_aliases
 from .schema import DbSchema
@@ -101,7 +101,9 @@ class Sql(Grammar):
     only their own table, no subquery in FROM, ORDER BY and GROUP BY terms that are columns, aggregates or
     function calls; every query it allows runs. Attributes: ``database`` (resolved path), ``schema``
     (``DbSchema``), ``text`` (the specialised Lark grammar), ``validators``, ``strict``, and ``fallback``
-    (the strict variant, which the generator turns to when the repair rounds run out; None when strict).
+    (the strict variant, which the generator turns to when the repair rounds run out; None when strict),
+    ``grounded_in`` (the question a grounded spec's string literals come from, ``grounded(question)`` and
+    ``generate(..., ground=True)``; None when not grounded).
     ``salvage``: every query the grammars allow is one read-only SELECT, so after the fallback the generator
     may release the longest complete prefix of the last output that passes every validator, or else the
     longest prefix it can finish inside the canvas, finished (``Generator``).
@@ -120,13 +122,21 @@ class Sql(Grammar):
         schema = DbSchema.read(database)  # SpecError when missing or not a database
         self._build(schema, tuple(validators), bool(explain), bool(second_opinion), bool(strict))
 
-    def _build(self, schema: DbSchema, extra: tuple, explain: bool, second_opinion: bool, strict: bool) -> None:
-        text = specialise(schema, strict=strict)
+    def _build(self, schema: DbSchema, extra: tuple, explain: bool, second_opinion: bool, strict: bool,
+               grounded_in: str | None = None) -> None:
+        terminal, stated = None, ()
+        if grounded_in is not None:
+            from .grounded import StatedLiteralsValidator, stated_literals, string_terminal
+
+            literals = stated_literals(grounded_in, schema)
+            terminal, stated = string_terminal(literals), (StatedLiteralsValidator(literals),)
+        text = specialise(schema, strict=strict, string_terminal=terminal)
         from structgen.validators.sql import sql_validators
 
-        checks = (*sql_validators(schema, explain=explain, second_opinion=second_opinion), *extra)
+        checks = (*sql_validators(schema, explain=explain, second_opinion=second_opinion), *stated, *extra)
         set_ = object.__setattr__
         set_(self, "strict", strict)
+        set_(self, "grounded_in", grounded_in)
         set_(self, "extra_validators", extra)
         set_(self, "_fallback", None)
         set_(self, "source", text)
@@ -156,9 +166,20 @@ class Sql(Grammar):
             return None
         if self._fallback is None:
             twin = object.__new__(Sql)
-            twin._build(self.schema, self.extra_validators, self.explain, self.second_opinion, True)
+            twin._build(self.schema, self.extra_validators, self.explain, self.second_opinion, True,
+                        self.grounded_in)
             object.__setattr__(self, "_fallback", twin)
         return self._fallback
+
+    def grounded(self, source: str) -> "Sql":
+        """This spec with its string literals grounded in ``source`` (the question): each one a part of it,
+        a value of its request notes, a value of a low-cardinality column or a date format
+        (``structgen.sql.grounded``); what ``generate(..., ground=True)`` decodes a ``Sql`` with."""
+        if not isinstance(source, str):
+            raise ConfigError(f"the grounding source must be text, got {type(source).__name__}")
+        twin = object.__new__(Sql)
+        twin._build(self.schema, self.extra_validators, self.explain, self.second_opinion, self.strict, source)
+        return twin
 
     def render_prompt(self, prompt):
         return sql_prompt(self.schema, prompt)
@@ -168,4 +189,5 @@ class Sql(Grammar):
         return "sql:" + _digest(self.text, self.schema.digest)
 
     def __repr__(self) -> str:
-        return f"Sql({str(self.database)!r}{', strict=True' if self.strict else ''})"
+        grounded = ", grounded" if self.grounded_in is not None else ""
+        return f"Sql({str(self.database)!r}{', strict=True' if self.strict else ''}{grounded})"

@@ -5,10 +5,10 @@ Modes (one model, the same prompts):
 * ``constrained`` — the spec's constraint, Fast-dLLM threshold commits (``threshold=0.9``), repair;
 * ``unconstrained`` — the same sampler with no constraint (any text, EOS tail; no repair), validated after;
 * ``one-token`` — constrained, one token per model call (``tokens_per_step=1``): the accuracy reference;
-* ``grounded`` — constrained with ``ground=True``: every free-text string a part of the request made of
-  whole words, every e-mail, date, patterned string and number one it states (``structgen.grounding``); JSON
-  extraction and tool calls only (SQL and alert rules are no JSON to ground), so those families get no row
-  for it;
+* ``grounded`` — constrained with ``ground=True``: JSON extraction and tool calls with every free-text
+  string a part of the request made of whole words, every e-mail, date, patterned string and number one it
+  states (``structgen.grounding``); SQL with every string literal a part of the question, a value its notes
+  or the database state, or a date format (``structgen.sql.grounded``); alert rules get no row for it;
 * ``grounded-one-token`` — ``grounded`` one token per model call: the accuracy reference of grounded
   decoding (not in ``DEFAULT_MODES``).
 
@@ -46,8 +46,8 @@ MODES: dict[str, dict[str, Any]] = {
 #: the modes an evaluation decodes unless told otherwise (``structgen eval``'s default too)
 DEFAULT_MODES = ("constrained", "unconstrained", "one-token", "grounded")
 
-#: the families whose answers quote the request (JSON Schema specs): the ``grounded`` mode decodes these only
-GROUNDED_FAMILIES = ("json", "tool")
+#: the families whose answers quote the request (JSON Schema specs, SQL's literals): ``grounded`` decodes these
+GROUNDED_FAMILIES = ("json", "tool", "sql")
 
 #: the canvas (``max_tokens``) each family is decoded with; training pads its targets to the same lengths
 CANVAS: dict[str, int] = {"json": 128, "tool": 128, "sql": 128, "alert": 64}
