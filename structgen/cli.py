@@ -138,6 +138,8 @@ def sql(
     run: bool = typer.Option(False, "--run", help="Also run the query (read-only) and print the rows."),
     max_rows: int = typer.Option(20, "--max-rows", help="Rows to fetch when running."),
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds a query may run."),
+    ground: bool = typer.Option(False, "--ground", help="Every string literal is a part of the question, a "
+                                "value it states, a value of a low-cardinality column or a date format."),
     model: Optional[str] = MODEL_OPT,
     max_tokens: int = typer.Option(128, "--max-tokens", "-n", help="Canvas length in tokens."),
     block_length: int = BLOCK_OPT,
@@ -158,7 +160,8 @@ def sql(
         spec = sg.Sql(db)
         gen = load_generator(model, device, block_length=block_length, threshold=threshold,
                          tokens_per_step=tokens_per_step, temperature=temperature, seed=seed)
-        r = gen.generate(question, spec, max_tokens=max_tokens, on_step=_trace_printer(gen) if trace else None)
+        r = gen.generate(question, spec, max_tokens=max_tokens, on_step=_trace_printer(gen) if trace else None,
+                         ground=ground)
         rows = run_query(db, r.text, max_rows=max_rows, timeout_s=timeout) if run else None
     except sg.StructgenError as e:
         print_error(e)

@@ -42,6 +42,10 @@ wrapped spec's: the model sees the schema it was trained with.
 
 The source is the prompt's text (a string prompt, or the user messages' contents, one per line), or a text
 given as ``ground="..."`` (a document the values must come from).
+
+Other specs ground themselves: ``ground`` hands the source to a spec's own ``grounded(source)`` method when
+it has one, ``sg.Sql`` (its string literals, ``structgen.sql.grounded``) and the alert rules of
+``alerts_spec`` (channels, teams and label values, ``validators.alerts.grounded``).
 """
 
 from __future__ import annotations
@@ -319,8 +323,9 @@ class Grounded(JsonSchema):
 
     def __init__(self, inner: JsonSchema, source: str):
         if not isinstance(inner, JsonSchema):
-            raise ConfigError(f"grounding applies to JSON Schema specs, tool calls and sg.Sql, not {inner!r}; "
-                              "leave ground off for regexes, grammars and choices")
+            raise ConfigError(f"grounding applies to JSON Schema specs, tool calls, sg.Sql and alert rules "
+                              f"(alerts_spec), not {inner!r}; leave ground off for other regexes, grammars "
+                              "and choices")
         if not isinstance(source, str):
             raise ConfigError(f"the grounding source must be text, got {type(source).__name__}")
         if not source.strip():
@@ -369,8 +374,6 @@ def ground(spec: Any, prompt: Any, how: bool | str) -> Any:
     if how is not True and not isinstance(how, str):
         raise ConfigError(f"ground must be True, False or the source text, got {type(how).__name__}")
     source = source_text(prompt) if how is True else how
-    from .sql.spec import Sql
-
-    if isinstance(spec, Sql):  # its string literals (structgen.sql.grounded)
-        return spec.grounded(source)
+    if not isinstance(spec, JsonSchema) and callable(getattr(spec, "grounded", None)):
+        return spec.grounded(source)  # sg.Sql (structgen.sql.grounded), alert rules (validators.alerts.grounded)
     return Grounded(spec, source)

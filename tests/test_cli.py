@@ -109,6 +109,17 @@ def test_sql_json_run(shop_db):
     assert out["truncated"] == expected.truncated
 
 
+def test_sql_ground_writes_only_stated_literals(shop_db):
+    from structgen.sql.grounded import StatedLiteralsValidator, stated_literals
+    from structgen.sql.schema import DbSchema
+
+    for seed in ("0", "1", "2"):
+        r = runner.invoke(app, _sql_args(shop_db, "--ground", "--seed", seed))
+        assert r.exit_code == 0, r.output
+        text = r.stdout.strip().splitlines()[0]
+        assert StatedLiteralsValidator(stated_literals(QUESTION, DbSchema.read(shop_db)))(text) == [], text
+
+
 def test_sql_missing_database_exits_2(tmp_path):
     missing = tmp_path / "nowhere" / "missing.sqlite"
     r = runner.invoke(app, ["sql", "--db", str(missing), QUESTION, "--model", "random", "--max-tokens", "48"])

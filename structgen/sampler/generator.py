@@ -102,7 +102,9 @@ class Generator:
 
         ``ground=True`` (JSON Schema specs and tool calls) makes every free-text string a part of the prompt's
         text made of whole words, and every e-mail, date, patterned string and number one the prompt states
-        (``structgen.grounding``); a string ``ground`` is the text to quote from instead.
+        (``structgen.grounding``); on an ``sg.Sql`` it grounds the query's string literals
+        (``structgen.sql.grounded``), on alert rules (``alerts_spec``) the channels, teams and label values
+        (``validators.alerts.grounded``); a string ``ground`` is the text to quote from instead.
 
         ``constrained=False`` is the baseline for evaluations: the same prompt (``spec.render_prompt``) and
         sampler, but any text may be written (only special tokens are excluded and the EOS tail kept), no

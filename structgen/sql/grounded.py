@@ -9,6 +9,9 @@ ground=True)`` (``Sql.grounded``) replaces the grammar's ``STRING`` terminal by 
 * a **part of the question** made of whole words (at most ``MAX_PART_WORDS`` words, within one clause:
   no ``, ; : ? ! ( ) "`` inside): ``'Ren Takahashi'``, ``'Spain'``, ``'2025'``;
 * a **LIKE pattern** of a part of at most two words: ``'J%'``, ``'%Iron%'``, ``'%son'``;
+* a text in **double quotes** in the question, whole: ``'Board Game: Island Traders'``;
+* a **value the database holds that the question names** (in any case, as whole words): ``'A Short History
+  of Nearly Everything'`` (six words), ``'Spain'`` for "spain";
 * a value of the question's **request notes** (``structgen.request_notes``): ``'2025-06-06'`` for "June
   6th, 2025";
 * a **value the database holds** in a TEXT column of at most ``MAX_COLUMN_VALUES`` distinct values
@@ -34,7 +37,7 @@ from ..errors import SpecError
 from ..stated_numbers import stated_numbers
 from .schema import DbSchema, connect_readonly
 
-__all__ = ["stated_literals", "column_values", "string_terminal", "StatedLiteralsValidator", "MAX_PART_WORDS",
+__all__ = ["stated_literals", "column_values", "named_values", "string_terminal", "StatedLiteralsValidator", "MAX_PART_WORDS",
            "MAX_COLUMN_VALUES"]
 
 #: the most words of a question part a literal may be
@@ -43,6 +46,8 @@ MAX_PART_WORDS = 5
 MAX_COLUMN_VALUES = 20
 #: the longest literal (the grammar's own bound on a string, in characters between the quotes)
 MAX_LITERAL_CHARS = 80
+#: the most database values read for grounding (per schema, once)
+MAX_SCANNED_VALUES = 20_000
 
 _WORD = re.compile(r"\w+")
 _CLAUSE_BREAK = re.compile(r"[,;:?!()\"\n]")
@@ -65,24 +70,39 @@ def _parts(text: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=16)
-def column_values(schema: DbSchema) -> tuple[str, ...]:
-    """The values of the database's low-cardinality TEXT columns (at most ``MAX_COLUMN_VALUES`` distinct
-    values each), read once per schema through a read-only connection, in table and column order."""
+def _text_columns(schema: DbSchema) -> tuple[tuple[str, ...], ...]:
+    """Per TEXT column, its distinct text values (at most ``MAX_SCANNED_VALUES`` in all; the rest of a larger
+    column is not read), read once per schema through a read-only connection, in table and column order."""
     conn = connect_readonly(schema.path)
-    out: list[str] = []
+    out: list[tuple[str, ...]] = []
+    left = MAX_SCANNED_VALUES
     try:
         for t in schema.tables:
             for c in t.columns:
-                if c.type and "CHAR" not in c.type.upper() and "TEXT" not in c.type.upper():
+                if left <= 0 or (c.type and "CHAR" not in c.type.upper() and "TEXT" not in c.type.upper()):
                     continue
                 name, table = c.name.replace('"', '""'), t.name.replace('"', '""')
                 rows = conn.execute(f'SELECT DISTINCT "{name}" FROM "{table}" WHERE typeof("{name}") = \'text\' '
-                                    f'LIMIT {MAX_COLUMN_VALUES + 1}').fetchall()
-                if len(rows) <= MAX_COLUMN_VALUES:
-                    out += [r[0] for r in rows]
+                                    f'LIMIT {left}').fetchall()
+                left -= len(rows)
+                out.append(tuple(v for (v,) in rows if 0 < len(v) <= MAX_LITERAL_CHARS and "\n" not in v))
     finally:
         conn.close()
-    return tuple(dict.fromkeys(v for v in out if 0 < len(v) <= MAX_LITERAL_CHARS and "\n" not in v))
+    return tuple(out)
+
+
+def column_values(schema: DbSchema) -> tuple[str, ...]:
+    """The values of the database's low-cardinality TEXT columns (at most ``MAX_COLUMN_VALUES`` distinct
+    values each), in table and column order."""
+    return tuple(dict.fromkeys(v for col in _text_columns(schema) if len(col) <= MAX_COLUMN_VALUES for v in col))
+
+
+def named_values(question: str, schema: DbSchema) -> tuple[str, ...]:
+    """The database's text values that ``question`` names: each found in it as whole words, in any case."""
+    low = question.lower()
+    return tuple(dict.fromkeys(
+        v for col in _text_columns(schema) for v in col
+        if v.lower() in low and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", question, re.IGNORECASE)))
 
 
 def stated_literals(question: str, schema: DbSchema | None = None) -> tuple[str, ...]:
@@ -95,8 +115,10 @@ def stated_literals(question: str, schema: DbSchema | None = None) -> tuple[str,
     likes = [f"{p}%" for p in short] + [f"%{p}%" for p in short] + [f"%{p}" for p in short]
     counts = [int(n) for n in stated_numbers(question) if float(n).is_integer() and 0 < n < 10_000]
     modifiers = [f"{sign}{n} {unit}" for n in dict.fromkeys(counts) for unit in _UNITS for sign in "-+"]
-    held = column_values(schema) if schema is not None else ()
-    values: Iterable[str] = (*parts, *noted(question), *held, *likes, *DATE_FORMATS, *DATE_MODIFIERS, *modifiers)
+    quoted = re.findall(r'"([^"\n]+)"', question)
+    held = (*named_values(question, schema), *column_values(schema)) if schema is not None else ()
+    values: Iterable[str] = (*parts, *quoted, *noted(question), *held, *likes, *DATE_FORMATS, *DATE_MODIFIERS,
+                             *modifiers)
     return tuple(dict.fromkeys(v for v in values if 0 < len(v) <= MAX_LITERAL_CHARS and "\x00" not in v))
 
 

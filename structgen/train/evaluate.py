@@ -8,7 +8,8 @@ Modes (one model, the same prompts):
 * ``grounded`` — constrained with ``ground=True``: JSON extraction and tool calls with every free-text
   string a part of the request made of whole words, every e-mail, date, patterned string and number one it
   states (``structgen.grounding``); SQL with every string literal a part of the question, a value its notes
-  or the database state, or a date format (``structgen.sql.grounded``); alert rules get no row for it;
+  or the database state, or a date format (``structgen.sql.grounded``); alert rules with the channels,
+  teams and label values the description names (``validators.alerts.grounded``);
 * ``grounded-one-token`` — ``grounded`` one token per model call: the accuracy reference of grounded
   decoding (not in ``DEFAULT_MODES``).
 
@@ -46,8 +47,8 @@ MODES: dict[str, dict[str, Any]] = {
 #: the modes an evaluation decodes unless told otherwise (``structgen eval``'s default too)
 DEFAULT_MODES = ("constrained", "unconstrained", "one-token", "grounded")
 
-#: the families whose answers quote the request (JSON Schema specs, SQL's literals): ``grounded`` decodes these
-GROUNDED_FAMILIES = ("json", "tool", "sql")
+#: the families ``grounded`` decodes: every family's spec can ground itself (``generate(..., ground=True)``)
+GROUNDED_FAMILIES = ("json", "tool", "sql", "alert")
 
 #: the canvas (``max_tokens``) each family is decoded with; training pads its targets to the same lengths
 CANVAS: dict[str, int] = {"json": 128, "tool": 128, "sql": 128, "alert": 64}

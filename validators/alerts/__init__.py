@@ -42,7 +42,8 @@ __all__ = [
 ]
 
 
-def alerts_spec(catalog: AlertCatalog | Mapping | str | Path, *, narrow: bool = True):
+def alerts_spec(catalog: AlertCatalog | Mapping | str | Path, *, narrow: bool = True,
+                grounded_in: str | None = None):
     """``sg.Grammar`` of alert rules checked against ``catalog`` by an :class:`AlertRulesValidator`.
 
     With ``narrow`` (the default) the catalog is also written into the grammar: its names and durations
@@ -51,12 +52,17 @@ def alerts_spec(catalog: AlertCatalog | Mapping | str | Path, *, narrow: bool = 
     values, and (for up to ``DISTINCT_MAX`` names) lists and actions that name each value, channel and
     team at most once; so most of what a model writes is valid by construction. The validator still
     checks what the grammar cannot: comparisons that are never (or always) true, units a threshold
-    converts from, and repeats among longer lists of names."""
-    from structgen.spec import Grammar
+    converts from, and repeats among longer lists of names.
+
+    The spec is an ``AlertRulesGrammar`` (a ``Grammar`` that keeps ``catalog``): ``ground=True`` decodes
+    it with the channels, teams and label values the description states (``validators.alerts.grounded``;
+    ``grounded_in`` is that description)."""
+    from .spec import AlertRulesGrammar
 
     cat = AlertCatalog.coerce(catalog)
     validators = [AlertRulesValidator(cat)]
     if not narrow:
-        return Grammar(GRAMMAR_PATH, validators=validators)
+        return AlertRulesGrammar(GRAMMAR_PATH, validators=validators, catalog=cat)
     text = GRAMMAR_PATH.read_text().rstrip("\n") + "\n\n// narrowed to a catalog by alerts_spec\n" + cat.grammar_rules()
-    return Grammar(text, validators=validators, choices=cat.choices())
+    return AlertRulesGrammar(text, validators=validators, choices=cat.choices(), catalog=cat,
+                             grounded_in=grounded_in)
