@@ -7,7 +7,9 @@ default that the request states no value for to its default. A gold value outsid
 written, so this counts, per family, split and kind of value, the gold values whose request states some
 candidate and, of those, the ones the candidates hold (a *miss* is a value grounding makes wrong for
 certain). Values left ungrounded (other formats, enums whose choices the request never names, nothing
-stated) are counted apart. No model; figures only, nothing is asserted.
+stated) are counted apart. SQL: each string literal of the gold query against ``stated_literals``
+(``structgen.sql.grounded``); alert rules: each label value, channel and team of the gold rule against the
+grounded catalog (``validators.alerts.grounded``). No model; figures only, nothing is asserted.
 
     python benchmarks/grounding_coverage.py                 # 400 examples per family and split
     python benchmarks/grounding_coverage.py -n 1000 --json coverage.json
@@ -67,6 +69,45 @@ def leaves(schema: dict, value, root: dict, optional: dict | None = None):
         yield schema, value, optional
 
 
+def sql_leaves(ex):
+    """(kind, value, allowed) for each string literal of a gold query."""
+    import re
+
+    from structgen.sql.grounded import stated_literals
+
+    allowed = set(stated_literals(ex.prompt, ex.spec.schema))
+    for m in re.finditer(r"'((?:[^']|'')*)'", ex.target):
+        v = m.group(1).replace("''", "'")
+        yield "literal", v, v in allowed
+
+
+def alert_leaves(ex):
+    """(kind, value, allowed) for each label value, channel and team of a gold rule."""
+    from structgen.validators.alerts import And, LabelMatch, Not, Notify, Or, Page, parse_rule
+    from structgen.validators.alerts.grounded import ground_catalog
+
+    g = ground_catalog(ex.spec.catalog, ex.prompt)
+    rule = parse_rule(ex.target)
+
+    def matches(c):
+        if isinstance(c, LabelMatch):
+            yield c
+        elif isinstance(c, Not):
+            yield from matches(c.operand)
+        elif isinstance(c, (And, Or)):
+            for part in c.operands:
+                yield from matches(part)
+
+    for lm in matches(rule.condition):
+        for v in lm.values:
+            yield "label value", v, g.labels is None or g.labels.get(lm.key) is None or v in g.labels[lm.key]
+    for a in rule.actions:
+        if isinstance(a, Notify):
+            yield "channel", a.channel, g.channels is None or a.channel in g.channels
+        elif isinstance(a, Page):
+            yield "team", a.team, g.teams is None or a.team in g.teams
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=400, help="Examples per family and split.")
@@ -80,7 +121,7 @@ def main() -> None:
     counts: Counter = Counter()
     misses: list[dict] = []
     with C.progress() as bar:
-        task = bar.add_task("examples", total=4 * args.n)
+        task = bar.add_task("examples", total=8 * args.n)
         for fam in ("tool", "json"):
             for split in ("heldout", "train"):
                 for ex in examples(fam, split, args.n, seed=args.seed):
@@ -98,6 +139,17 @@ def main() -> None:
                         if not ok and len(misses) < 12:
                             misses.append({"family": fam, "split": split, "kind": kind, "gold": v,
                                            "stated": cands, "request": ex.prompt[:120]})
+                    bar.advance(task)
+        for fam, walk in (("sql", sql_leaves), ("alert", alert_leaves)):
+            for split in ("heldout", "train"):
+                for ex in examples(fam, split, args.n, seed=args.seed):
+                    for kind, v, ok in walk(ex):
+                        key = (fam, split, kind)
+                        counts[key + ("values",)] += 1
+                        counts[key + ("held",)] += ok
+                        if not ok and len(misses) < 24:
+                            misses.append({"family": fam, "split": split, "kind": kind, "gold": v,
+                                           "stated": None, "request": ex.prompt[:120]})
                     bar.advance(task)
     rows = []
     for fam, split, kind in sorted({k[:3] for k in counts}):

@@ -448,7 +448,7 @@ def test_ground_with_a_given_text_and_bad_uses(tok4k):
     r = gen.generate("ignored words", sg.JsonSchema(PERSON), 96, ground="Ana Sousa, 30, from Braga", strict=False)
     if r.valid:
         assert json.loads(r.text)["city"] in "Ana Sousa, 30, from Braga"
-    with pytest.raises(ConfigError, match="JSON Schema specs and tool calls"):
+    with pytest.raises(ConfigError, match="JSON Schema specs, tool calls, sg.Sql and alert rules"):
         gen.generate("x", sg.Regex("[a-z]+"), 8, ground=True)
     with pytest.raises(ConfigError, match="ground must be"):
         gen.generate("x", sg.JsonSchema(PERSON), 96, ground=3)
@@ -457,13 +457,19 @@ def test_ground_with_a_given_text_and_bad_uses(tok4k):
                      sg.JsonSchema(PERSON), 96, ground=True)
 
 
-def test_eval_decodes_the_grounded_mode_for_json_and_tool_calls_only(tok4k, tmp_path):
+def test_eval_decodes_the_grounded_mode_for_every_family(tok4k, tmp_path, monkeypatch):
+    from structgen.train import evaluate as ev
     from structgen.train.eval_report import write_report
-    from structgen.train.evaluate import evaluate
 
     model = sg.models.RandomLogits(tok4k, seed=0)
-    rows = evaluate(model, families=("tool", "alert"), n=2, modes=("constrained", "grounded"))
+    rows = ev.evaluate(model, families=("tool", "alert"), n=2, modes=("constrained", "grounded"))
+    assert [(r.family, r.mode) for r in rows] == [("tool", "constrained"), ("tool", "grounded"),
+                                                  ("alert", "constrained"), ("alert", "grounded")]
+    assert set(ev.GROUNDED_FAMILIES) == {"json", "tool", "sql", "alert"}
+    svg = write_report(rows, tmp_path, title="t", meta={})[2].read_text()
+    assert svg.count("<title>grounded accuracy") == 2 and svg.count("<title>constrained accuracy") == 2
+    # a family left out of GROUNDED_FAMILIES gets no grounded row (and no bar)
+    monkeypatch.setattr(ev, "GROUNDED_FAMILIES", ("tool",))
+    rows = ev.evaluate(model, families=("tool", "alert"), n=2, modes=("constrained", "grounded"))
     assert [(r.family, r.mode) for r in rows] == [("tool", "constrained"), ("tool", "grounded"),
                                                   ("alert", "constrained")]
-    svg = write_report(rows, tmp_path, title="t", meta={})[2].read_text()
-    assert svg.count("<title>grounded accuracy") == 1 and svg.count("<title>constrained accuracy") == 2  # no bar

@@ -162,7 +162,40 @@ def test_a_grounded_run_quotes_the_prompt(client):
     assert is_quoted(result["call"]["arguments"]["path"], body["prompt"])
     res = client.post("/playground/api/run", json={"kind": "grammar", "source": 'start: "yes" | "no"',
                                                    "prompt": "Is it?", "max_tokens": 4, "ground": True})
-    assert res.status_code == 400 and "not grammars" in res.text
+    assert res.status_code == 400 and "not to this grammar" in res.text
+
+
+def test_the_sql_and_alert_presets_ground_their_literals_and_names(client):
+    """The SQL preset's string literals come from the question (or the database); the alert preset's host
+    and channel from the description; other grammar presets say they cannot be grounded."""
+    import re
+
+    from structgen.sql.grounded import StatedLiteralsValidator, stated_literals
+    from structgen.sql.schema import DbSchema
+
+    by_id = {p["id"]: p for p in client.get("/playground/api/presets").json()["presets"]}
+    assert by_id["grammar:sql-shop"]["groundable"] and by_id["grammar:alerts-catalog"]["groundable"]
+    assert by_id["schema:contact"]["groundable"]
+    assert not [i for i, p in by_id.items() if i.startswith("grammar:") and p["groundable"]
+                and i not in ("grammar:sql-shop", "grammar:alerts-catalog")]
+    question = "Which customers from Spain ordered after June 6, 2025?"
+    check = StatedLiteralsValidator(stated_literals(question, DbSchema.read(pg.EXAMPLES / "shop" / "shop.sqlite")))
+    for seed in range(2):
+        _, result = run(client, {"kind": "grammar", "preset": "grammar:sql-shop", "prompt": question,
+                                 "max_tokens": 48, "seed": seed, "temperature": 1.0, "ground": True})
+        assert result["ground"] is True and result["valid"], result
+        assert check(result["text"]) == [], result["text"]
+    description = "Let #ops know once web-3 has less than 5 GB of disk free"
+    _, result = run(client, {"kind": "grammar", "preset": "grammar:alerts-catalog", "prompt": description,
+                             "max_tokens": 64, "seed": 1, "temperature": 1.0, "ground": True})
+    assert result["ground"] is True
+    if result["valid"]:
+        assert set(re.findall(r'host (?:==|!=) "([^"]+)"', result["text"])) <= {"web-3"}, result["text"]
+        assert set(re.findall(r'notify "([^"]+)"', result["text"])) <= {"#ops"}, result["text"]
+    name = next(i for i, p in by_id.items() if i.startswith("grammar:") and not p["groundable"])
+    res = client.post("/playground/api/run", json={"kind": "grammar", "preset": name, "prompt": "x",
+                                                   "max_tokens": 8, "ground": True})
+    assert res.status_code == 400 and "not to this grammar" in res.text
 
 
 def test_canvas_too_small_ends_the_stream_with_an_error_result(client):

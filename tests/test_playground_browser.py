@@ -238,9 +238,21 @@ def test_pasted_tool_set_shows_the_boundary_state_and_the_policy_decision(page, 
 
 def test_values_from_the_prompt_ground_the_run(page, tmp_path):
     """The "Values from the prompt" box runs with ``ground``: the person's strings are parts of the prompt and
-    its age the number the prompt states, and the page says the run was grounded; grammars cannot tick it."""
+    its age the number the prompt states, and the page says the run was grounded; a grammar can tick it only
+    when it grounds itself (the SQL and alert-rule presets), and a grounded SQL run says so too."""
     page.check("input[name=kind][value=grammar]")
+    page.select_option("#preset", "grammar:arith")
     assert page.is_disabled("#ground")
+    page.select_option("#preset", "__custom__")
+    assert page.is_disabled("#ground")
+    page.select_option("#preset", "grammar:sql-shop")
+    assert page.is_enabled("#ground")
+    page.check("#ground")
+    page.click("#run")
+    page.wait_for_selector("#result:not([hidden])", timeout=WAIT_MS)
+    result = page.evaluate("window.playground.result")
+    assert result["ground"] is True and "grounded" in page.inner_text("#result-stats")
+    page.uncheck("#ground")
     page.check("input[name=kind][value=schema]")
     page.select_option("#preset", "schema:person")
     prompt = "Maria Lopez, 41, lives in Porto"

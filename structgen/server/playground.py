@@ -71,7 +71,8 @@ Kind = Literal["schema", "grammar", "tools"]
 class RunRequest(BaseModel):
     """What the page posts: a preset id, or ``source`` (a schema, a grammar or an OpenAI tools list) of
     ``kind``; the prompt; sampler settings; ``ground`` (schemas and tool sets: the answer's strings and
-    numbers come from the prompt, ``structgen.grounding``)."""
+    numbers come from the prompt, ``structgen.grounding``; the SQL and alert-rule presets: their literals
+    and names)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -92,19 +93,21 @@ def build_target(req: RunRequest) -> Any:
     what is wrong when it names none."""
     if (req.preset is None) == (req.source is None):
         raise HTTPException(400, "give exactly one of 'preset' (an id from /playground/api/presets) or 'source'")
-    if req.ground and req.kind == "grammar":
-        raise HTTPException(400, "ground takes JSON values from the prompt: it applies to schemas and tool sets, "
-                                 "not grammars; leave it off for a grammar")
     try:
         if req.preset is not None:
             p = presets().get(req.preset)
             if p is None or p.kind != req.kind:
                 known = ", ".join(i for i, q in presets().items() if q.kind == req.kind)
                 raise HTTPException(400, f"no {req.kind} preset {req.preset!r}; known: {known}")
-            return _preset_target(p)
-        return _from_source(req.kind, req.source)
+            target = _preset_target(p)
+        else:
+            target = _from_source(req.kind, req.source)
     except StructgenError as e:
         raise HTTPException(400, f"{type(e).__name__}: {e}") from None
+    if req.ground and req.kind == "grammar" and not callable(getattr(target, "grounded", None)):
+        raise HTTPException(400, "ground takes values from the prompt: it applies to schemas, tool sets and the "
+                                 "SQL and alert-rule presets, not to this grammar; leave it off")
+    return target
 
 
 def _from_source(kind: str, source: str) -> Any:

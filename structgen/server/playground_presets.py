@@ -30,8 +30,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @dataclass(frozen=True)
 class Preset:
     """One bundled choice: what it builds (a spec, or tools for a tool set), the text shown in the editor
-    (``source``; ``editable`` when that text is itself a valid custom input of the same kind), and a
-    suggested prompt and canvas length."""
+    (``source``; ``editable`` when that text is itself a valid custom input of the same kind), a
+    suggested prompt and canvas length, and ``groundable`` (its spec can take values from the prompt:
+    every schema and tool set, and the SQL and alert-rule grammars, which ground themselves)."""
 
     id: str
     kind: str
@@ -41,10 +42,12 @@ class Preset:
     build: Callable[[], Any]
     source: str
     editable: bool = True
+    groundable: bool = True
 
     def info(self) -> dict:
         return {"id": self.id, "kind": self.kind, "label": self.label, "prompt": self.prompt,
-                "max_tokens": self.max_tokens, "source": self.source, "editable": self.editable}
+                "max_tokens": self.max_tokens, "source": self.source, "editable": self.editable,
+                "groundable": self.groundable}
 
 
 #: schemas that ship with the playground (examples/*.json joins them in a checkout)
@@ -116,7 +119,7 @@ def _grammar_presets() -> list[Preset]:
         prompt, n = GRAMMAR_PROMPTS.get(name, ("", 48))
         path = grammar_path(name)
         out.append(Preset(f"grammar:{name}", "grammar", f"{name}.lark", prompt, n,
-                          lambda p=path: Grammar(p), path.read_text()))
+                          lambda p=path: Grammar(p), path.read_text(), groundable=False))
     return out
 
 

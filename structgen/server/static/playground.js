@@ -67,10 +67,15 @@
       $(id).disabled = kind() === "tools";
       $(id).title = kind() === "tools" ? "a tool-set turn uses the server's sampler settings" : "";
     }
-    // grounding quotes JSON values: schemas and tool sets only
-    $("ground").disabled = kind() === "grammar";
-    $("ground").title = kind() === "grammar" ? "grounding applies to schemas and tool sets" : "";
     applyPreset();
+  }
+
+  // grounding applies to schemas, tool sets and the grammar presets that ground themselves (SQL, alert rules)
+  function updateGround() {
+    const p = currentPreset();
+    const off = kind() === "grammar" && !(p && p.groundable);
+    $("ground").disabled = off;
+    $("ground").title = off ? "grounding applies to schemas, tool sets and the SQL and alert-rule presets" : "";
   }
 
   function currentPreset() {
@@ -90,6 +95,7 @@
       src.readOnly = false;
       $("source-hint").textContent = CUSTOM_HINT[kind()];
     }
+    updateGround();
   }
 
   function onSourceEdited() {
@@ -99,6 +105,7 @@
       $("preset").value = CUSTOM;
       $("source").value = text;
       $("source-hint").textContent = CUSTOM_HINT[kind()];
+      updateGround();
     }
   }
 
@@ -113,7 +120,7 @@
       threshold: num("threshold"),
       temperature: num("temperature"),
       seed: num("seed"),
-      ground: $("ground").checked && kind() !== "grammar",
+      ground: $("ground").checked && !$("ground").disabled,
     };
     if ($("preset").value === CUSTOM) body.source = $("source").value;
     else body.preset = $("preset").value;
