@@ -118,3 +118,20 @@ def alerts_parser():
     from structgen.validators.alerts import GRAMMAR_PATH
 
     return lark.Lark(GRAMMAR_PATH.read_text(), parser="earley", ambiguity="explicit")
+
+
+@pytest.fixture(scope="session")
+def release_grounded(tok4k):
+    """``(prompt, spec, max_tokens, seed, **settings) -> Result | None``: a grounded generation
+    (``ground=True, strict=True``) with random logits seeded by ``seed``; None when nothing was released
+    (``GenerationError``, ``CanvasTooSmallError``)."""
+    import structgen as sg
+
+    def run(prompt, spec, max_tokens: int, seed: int, **settings):
+        gen = sg.Generator(sg.models.RandomLogits(tok4k, seed=seed))
+        try:
+            return gen.generate(prompt, spec, max_tokens, strict=True, ground=True, seed=seed, **settings)
+        except (sg.GenerationError, sg.CanvasTooSmallError):
+            return None
+
+    return run

@@ -257,3 +257,18 @@ def sampler_settings(draw) -> dict:
         kw["temperature"] = 1.0
         kw["seed"] = draw(st.integers(0, 10_000))
     return kw
+
+
+def grounded_runs(max_examples: int = 8):
+    """The hypothesis settings of the grounded-decoding properties (``tests/test_sql_grounded.py``,
+    ``tests/test_alerts_grounded.py``): derandomized, no deadline, fixtures shared across examples."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+def grounded_decoding():
+    """A random logits seed, a block length and a temperature: ``{"seed", "block_length", "temperature"}``."""
+    return st.fixed_dictionaries({"seed": st.integers(0, 2**20), "block_length": st.sampled_from([8, 16, 32]),
+                                  "temperature": st.sampled_from([0.0, 0.8])})

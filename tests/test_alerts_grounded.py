@@ -6,8 +6,9 @@ through the real grammar engine release only rules within the grounded catalog."
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from schema_strategies import grounded_decoding, grounded_runs
 
 import structgen as sg
 from structgen.validators import run_validators, validators_for
@@ -84,16 +85,11 @@ DESCRIPTIONS = [DESCRIPTION, "page the web team when cpu on db-1 is above 90% fo
 
 
 @pytest.mark.timeout(600)
-@settings(max_examples=8, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**20), description=st.sampled_from(DESCRIPTIONS), block=st.sampled_from([8, 16, 32]),
-       temperature=st.sampled_from([0.0, 0.8]))
-def test_random_logits_release_only_grounded_names(spec, alerts_catalog, tok4k, seed, description, block, temperature):
-    gen = sg.Generator(sg.models.RandomLogits(tok4k, seed=seed))
-    try:
-        r = gen.generate(description, spec, 64, strict=True, ground=True, seed=seed, block_length=block,
-                         temperature=temperature)
-    except (sg.GenerationError, sg.CanvasTooSmallError):
+@grounded_runs()
+@given(description=st.sampled_from(DESCRIPTIONS), decoding=grounded_decoding())
+def test_random_logits_release_only_grounded_names(spec, alerts_catalog, release_grounded, description, decoding):
+    r = release_grounded(description, spec, 64, **decoding)
+    if r is None:
         return  # not released: nothing to check
     rule = parse_rule(r.text)  # it parses, and it is valid against the full catalog too
     assert AlertRulesValidator(alerts_catalog)(r.text) == [], r.text

@@ -9,8 +9,9 @@ import re
 import sqlite3
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from schema_strategies import grounded_decoding, grounded_runs
 
 import structgen as sg
 from structgen.sql.grounded import (MAX_COLUMN_VALUES, StatedLiteralsValidator, column_values, stated_literals,
@@ -133,16 +134,11 @@ QUESTIONS = ["How many customers are from Germany?", "Which products in books co
 
 
 @pytest.mark.timeout(600)
-@settings(max_examples=8, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**20), question=st.sampled_from(QUESTIONS), block=st.sampled_from([8, 16, 32]),
-       temperature=st.sampled_from([0.0, 0.8]))
-def test_random_logits_release_only_stated_literals(spec, tok4k, shop_db, seed, question, block, temperature):
-    gen = sg.Generator(sg.models.RandomLogits(tok4k, seed=seed))
-    try:
-        r = gen.generate(question, spec, 56, strict=True, ground=True, seed=seed, block_length=block,
-                         temperature=temperature)
-    except (sg.GenerationError, sg.CanvasTooSmallError):
+@grounded_runs()
+@given(question=st.sampled_from(QUESTIONS), decoding=grounded_decoding())
+def test_random_logits_release_only_stated_literals(spec, release_grounded, shop_db, question, decoding):
+    r = release_grounded(question, spec, 56, **decoding)
+    if r is None:
         return  # not released: nothing to check
     allowed = set(stated_literals(question, spec.schema))
     literals = [m.group(1).replace("''", "'") for m in LITERAL.finditer(r.text)]
