@@ -148,3 +148,53 @@ def test_random_logits_release_only_stated_literals(spec, release_grounded, shop
         conn.execute("EXPLAIN " + r.text).fetchall()
     finally:
         conn.close()
+
+
+# -- a literal fits the column it is compared with (structgen.sql.literal_fit) -----------------------------
+
+def _misfits(check, text):
+    return [text[slice(*i.span)] for i in check(text)]
+
+
+def test_literal_fit_flags_comparisons_that_cannot_match(spec, grounded):
+    from structgen.sql.literal_fit import LiteralFitValidator
+
+    check = LiteralFitValidator(spec.schema)
+    assert any(isinstance(getattr(v, "fn", v), LiteralFitValidator) for v in validators_for(grounded))
+    q = "SELECT c.name FROM customers AS c JOIN orders AS o ON o.customer_id = c.id WHERE c.id = '4 orders'"
+    assert _misfits(check, q) == ["c.id = '4 orders'"]  # an INTEGER column, text that is no number
+    assert _misfits(check, "SELECT name FROM products WHERE category = 'toy'") == ["category = 'toy'"]
+    issue, = check("SELECT c.name FROM customers AS c WHERE c.country IN ('Japan', 'Narnia')")
+    assert "'Narnia' cannot match c.country" in issue.message and "'Japan'" in issue.message.split("holds")[1]
+    assert _misfits(check, "SELECT id FROM orders WHERE orders.status != 'lost'") == ["orders.status != 'lost'"]
+    for ok in ("SELECT id FROM orders WHERE id = '5'",  # SQLite's affinity reads '5' as 5
+               "SELECT name FROM products WHERE category = 'toys'",
+               "SELECT COUNT(*) FROM orders WHERE strftime('%Y', order_date) = '2025'",
+               "SELECT name FROM customers WHERE name = 'Nobody Here'",  # a high-cardinality column: any text
+               "SELECT sub.x FROM (SELECT id AS x FROM orders) AS sub WHERE sub.x = 'a'"):  # a subquery's column
+        assert check(ok) == [], ok
+
+
+def test_literal_fit_takes_check_values_as_held(tmp_path):
+    from structgen.sql.literal_fit import LiteralFitValidator
+
+    db = tmp_path / "t.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE tickets (id INTEGER PRIMARY KEY, state TEXT CHECK (state IN ('open', 'closed', "
+                 "'won''t fix')))")
+    conn.executemany("INSERT INTO tickets (state) VALUES (?)", [("open",), ("closed",)])
+    conn.commit()
+    conn.close()
+    check = LiteralFitValidator(sg.Sql(db).schema)
+    assert check("SELECT id FROM tickets WHERE state = 'won''t fix'") == []  # allowed by the CHECK, held by no row
+    assert _misfits(check, "SELECT id FROM tickets WHERE state = 'stale'") == ["state = 'stale'"]
+    assert "won't fix" in stated_literals("Which tickets?", sg.Sql(db).schema)
+
+
+def test_gold_queries_fit_their_columns(spec):
+    from structgen.sql.literal_fit import LiteralFitValidator
+    from structgen.train.data import text_to_sql
+
+    check = LiteralFitValidator(spec.schema)
+    for split in ("train", "heldout"):
+        assert [ex.target for ex in text_to_sql.examples(split, 150, seed=4) if check(ex.target)] == []

@@ -16,7 +16,7 @@ ground=True)`` (``Sql.grounded``) replaces the grammar's ``STRING`` terminal by 
   6th, 2025";
 * a **value the database holds** in a TEXT column of at most ``MAX_COLUMN_VALUES`` distinct values
   (``DbSchema``'s low-cardinality columns: a category, a status, a country), which a question names in
-  other forms ("book" for ``'books'``, "Spanish customers");
+  other forms ("book" for ``'books'``, "Spanish customers"), or one a ``CHECK (column IN (...))`` allows;
 * a **date format or modifier** of SQLite's date functions: ``'%Y'``, ``'%m'``, ``'%Y-%m'``, ``'now'``,
   ``'start of month'``, and ``'-N days'`` (months, years) for each whole number N the question states.
 
@@ -37,7 +37,7 @@ from ..errors import SpecError
 from ..stated_numbers import stated_numbers
 from .schema import DbSchema, connect_readonly
 
-__all__ = ["stated_literals", "column_values", "named_values", "string_terminal", "StatedLiteralsValidator", "MAX_PART_WORDS",
+__all__ = ["stated_literals", "column_values", "check_values", "named_values", "string_terminal", "StatedLiteralsValidator", "MAX_PART_WORDS",
            "MAX_COLUMN_VALUES"]
 
 #: the most words of a question part a literal may be
@@ -70,11 +70,12 @@ def _parts(text: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=16)
-def _text_columns(schema: DbSchema) -> tuple[tuple[str, ...], ...]:
-    """Per TEXT column, its distinct text values (at most ``MAX_SCANNED_VALUES`` in all; the rest of a larger
-    column is not read), read once per schema through a read-only connection, in table and column order."""
+def _text_columns(schema: DbSchema) -> dict[tuple[str, str], tuple[str, ...]]:
+    """``{(table, column): distinct text values}`` per TEXT column (at most ``MAX_SCANNED_VALUES`` in all; the
+    rest of a larger column is not read), read once per schema through a read-only connection, in table and
+    column order."""
     conn = connect_readonly(schema.path)
-    out: list[tuple[str, ...]] = []
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
     left = MAX_SCANNED_VALUES
     try:
         for t in schema.tables:
@@ -85,23 +86,35 @@ def _text_columns(schema: DbSchema) -> tuple[tuple[str, ...], ...]:
                 rows = conn.execute(f'SELECT DISTINCT "{name}" FROM "{table}" WHERE typeof("{name}") = \'text\' '
                                     f'LIMIT {left}').fetchall()
                 left -= len(rows)
-                out.append(tuple(v for (v,) in rows if 0 < len(v) <= MAX_LITERAL_CHARS and "\n" not in v))
+                out[(t.name, c.name)] = tuple(v for (v,) in rows if 0 < len(v) <= MAX_LITERAL_CHARS and "\n" not in v)
     finally:
         conn.close()
-    return tuple(out)
+    return out
+
+
+def check_values(schema: DbSchema) -> dict[tuple[str, str], tuple[str, ...]]:
+    """``{(table, column): values}`` that a ``CHECK (column IN ('a', ...))`` of its table allows (held or not)."""
+    out = {}
+    for t in schema.tables:
+        for c in t.columns:
+            m = re.search(rf'CHECK\s*\(\s*"?{re.escape(c.name)}"?\s+IN\s*\(([^)]*)\)', t.create_sql, re.I)
+            if m:
+                out[(t.name, c.name)] = tuple(v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", m.group(1)))
+    return out
 
 
 def column_values(schema: DbSchema) -> tuple[str, ...]:
     """The values of the database's low-cardinality TEXT columns (at most ``MAX_COLUMN_VALUES`` distinct
-    values each), in table and column order."""
-    return tuple(dict.fromkeys(v for col in _text_columns(schema) if len(col) <= MAX_COLUMN_VALUES for v in col))
+    values each) and those its ``CHECK (column IN (...))`` constraints allow, in table and column order."""
+    held = [v for col in _text_columns(schema).values() if len(col) <= MAX_COLUMN_VALUES for v in col]
+    return tuple(dict.fromkeys(held + [v for vs in check_values(schema).values() for v in vs]))
 
 
 def named_values(question: str, schema: DbSchema) -> tuple[str, ...]:
     """The database's text values that ``question`` names: each found in it as whole words, in any case."""
     low = question.lower()
     return tuple(dict.fromkeys(
-        v for col in _text_columns(schema) for v in col
+        v for col in _text_columns(schema).values() for v in col
         if v.lower() in low and re.search(rf"(?<!\w){re.escape(v)}(?!\w)", question, re.IGNORECASE)))
 
 

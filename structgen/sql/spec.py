@@ -127,9 +127,11 @@ class Sql(Grammar):
         terminal, stated = None, ()
         if grounded_in is not None:
             from .grounded import StatedLiteralsValidator, stated_literals, string_terminal
+            from .literal_fit import LiteralFitValidator
 
             literals = stated_literals(grounded_in, schema)
-            terminal, stated = string_terminal(literals), (StatedLiteralsValidator(literals),)
+            terminal = string_terminal(literals)
+            stated = (StatedLiteralsValidator(literals), LiteralFitValidator(schema))
         text = specialise(schema, strict=strict, string_terminal=terminal)
         from structgen.validators.sql import sql_validators
 
