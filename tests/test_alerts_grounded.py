@@ -52,6 +52,25 @@ def test_grounded_spec_keeps_its_catalog_and_gets_its_own_constraint(spec, alert
         spec.grounded(None)
 
 
+def test_thresholds_are_the_stated_numbers_in_range(spec, alerts_catalog, vocab):
+    from decimal import Decimal
+
+    from structgen.constraints import compile as compile_spec
+
+    g = ground_catalog(alerts_catalog, DESCRIPTION)
+    assert g.thresholds == (Decimal(3), Decimal(5))  # "5 GB" states 5; stated_numbers reads "web-3" as 3 too
+    c = compile_spec(spec.grounded(DESCRIPTION), vocab)
+    rule = 'when disk.free < {} and host == "web-3" then notify "#ops" severity low'
+    assert c.accepts(vocab.encode(rule.format("5GB"))) and c.accepts(vocab.encode(rule.format("3GB")))
+    for other in ("50GB", "6GB", "5.5GB"):
+        assert not c.accepts(vocab.encode(rule.format(other))), other
+    # a metric whose range holds none of the stated numbers keeps its whole range
+    text = spec.grounded("page ops when free memory is under 2000000 MB").text
+    assert ground_catalog(alerts_catalog, "nothing stated here").thresholds is None
+    assert any(line.startswith("NARROW_THRESHOLD") and "2000000" not in line and "[0-9]" in line
+               for line in text.splitlines())
+
+
 def test_constraint_and_validator_hold_the_stated_names(spec, vocab):
     from structgen.constraints import compile as compile_spec
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from structgen.errors import SpecError
 
-from .rules import _SECONDS, RESERVED, UNITS, Duration, _lark
+from .rules import _SECONDS, RESERVED, UNITS, Duration, _decimal_text, _lark
 
 __all__ = ["MetricInfo", "AlertCatalog", "tidy_durations"]
 
@@ -58,7 +58,9 @@ class AlertCatalog:
     ``metrics`` (name -> :class:`MetricInfo`, at least one); ``labels`` (key -> known values, or ``None``
     for any value; ``None`` as a whole: label keys are not checked); ``channels`` and ``teams``
     (``None``: not checked); ``max_window`` and ``max_hold`` (seconds, default 7 days): the longest
-    aggregation window and ``for`` hold time. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
+    aggregation window and ``for`` hold time; ``thresholds`` (not in the JSON form: what grounding sets,
+    ``validators.alerts.grounded``), the values a threshold may take where they fall in a metric's range
+    (``None``: any). Build it with :meth:`from_dict` or :meth:`load`; as JSON::
 
         {"metrics": {"cpu.usage": {"unit": "%", "min": 0, "max": 100}, "http.requests.5xx": {"min": 0}},
          "labels": {"host": ["web-1", "web-2"], "service": null},
@@ -71,6 +73,7 @@ class AlertCatalog:
     teams: tuple[str, ...] | None = None
     max_window: int = _DEFAULT_LIMIT
     max_hold: int = _DEFAULT_LIMIT
+    thresholds: tuple[Decimal, ...] | None = None
 
     @classmethod
     def load(cls, path: str | Path) -> "AlertCatalog":
@@ -164,13 +167,14 @@ class AlertCatalog:
         for i, ((unit, lo, hi), names) in enumerate(values.items()):
             lines.append(f'narrow_metric_{i}: NARROW_METRIC_{i} | NARROW_AGG "(" NARROW_METRIC_{i} window? ")"')
             lines.append(f"NARROW_METRIC_{i}: {_alternatives(names)}")
-            thr = _threshold(lines, f"NARROW_THRESHOLD_{i}", lo, hi, unit)
+            thr = _threshold(lines, f"NARROW_THRESHOLD_{i}", lo, hi, unit, self.thresholds)
             comparisons.append(f'narrow_metric_{i} " " CMP " " {thr}')
         for i, ((unit, lo, hi), names) in enumerate(sums.items()):
             lines.append(f"NARROW_SUM_METRIC_{i}: {_alternatives(names)}")
-            thr = _threshold(lines, f"NARROW_SUM_THRESHOLD_{i}", lo, hi, unit)
+            thr = _threshold(lines, f"NARROW_SUM_THRESHOLD_{i}", lo, hi, unit, self.thresholds)
             comparisons.append(f'"sum" "(" NARROW_SUM_METRIC_{i} window? ")" " " CMP " " {thr}')
-        thr = _threshold(lines, "NARROW_COUNT_THRESHOLD", Decimal(0), _INF, None)
+        thr = _threshold(lines, "NARROW_COUNT_THRESHOLD", Decimal(0), _INF, None,
+                         None if self.thresholds is None else tuple(v for v in self.thresholds if v == v.to_integral()))
         comparisons.append(f'"count" "(" METRIC window? ")" " " CMP " " {thr}')
         head = ["%override comparison: " + "\n    | ".join(comparisons)]
         if self.labels is not None:
@@ -306,9 +310,13 @@ def _number_regex(lo: Decimal, hi: Decimal) -> str | None:
     return "(" + "|".join(parts) + ")" if parts else None
 
 
-def _threshold(lines: list[str], name: str, lo: Decimal, hi: Decimal, unit: str | None) -> str:
-    """Define terminal ``name`` for thresholds in ``[lo, hi]`` in ``unit``; the grammar symbols to use."""
-    rx = _number_regex(lo, hi)
+def _threshold(lines: list[str], name: str, lo: Decimal, hi: Decimal, unit: str | None,
+               allowed: tuple[Decimal, ...] | None = None) -> str:
+    """Define terminal ``name`` for thresholds in ``[lo, hi]`` in ``unit`` (only the ``allowed`` values when
+    some of them fall in the range); the grammar symbols to use."""
+    fits = sorted({_decimal_text(v) for v in allowed or () if lo <= v <= hi}, key=lambda t: (-len(t), t))
+    # the longest first: Lark's lexer takes the first alternative that matches (50 before 5)
+    rx = "(" + "|".join(re.escape(t) for t in fits) + ")" if fits else _number_regex(lo, hi)
     if rx is None:
         return "NUMBER UNIT?"
     if unit in UNITS:
