@@ -15,7 +15,8 @@ Read, in order of appearance (each value once; the converted forms of a duration
 
 Not numbers: the parts of a date, a clock time or a UTC offset (``2027-03-19``, ``12:15PM``, ``September 29,
 2027``, ``UTC+9``: what the request notes read as such, ``structgen.request_notes``), and digits inside a
-word or an address (``berg62@example.com``, ``XC60``, ``A4``; a unit after the digits is fine: ``48.2kg``).
+word or an address (``berg62@example.com``, ``XC60``, ``A4``, ``web-3``; a unit after the digits is fine:
+``48.2kg``).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ _NUMERAL = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _WORD = "|".join(sorted(WORDS, key=len, reverse=True))
 #: a count: a numeral (its sign apart), a number word, or "a"/"an" (one, before a unit)
 _COUNT = rf"(?P<num>{_NUMERAL})|(?P<word>a\s+dozen|{_WORD})|(?P<one>an?)"
-#: a number starts a word, or follows the "x" of a count ("x2": two passengers)
-_NUMBER = re.compile(rf"(?:(?<![\w.,])|(?<=\bx)(?=\d))(?P<sign>-(?=\d))?(?:{_COUNT})"
+#: a number starts a word (not the end of a hyphenated one: "web-3", "COVID-19"), or follows the "x" of a
+#: count ("x2": two passengers)
+_NUMBER = re.compile(rf"(?:(?<![\w.,])(?<![^\W\d_]-)|(?<=\bx)(?=\d))(?P<sign>-(?=\d))?(?:{_COUNT})"
                      rf"(?:\s?(?P<mult>k|thousand|million|bn|billion)(?!\w)|(?(num)(?!\d)|(?!\w)))",
                      re.IGNORECASE)
 _DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{_COUNT})"

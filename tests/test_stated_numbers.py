@@ -21,6 +21,8 @@ def test_numerals_words_and_multipliers():
     assert stated_numbers("twenty-five people, seven seats, 2.5 million euros, 3-3 draw") == [25, 7, 2500000, 3]
     assert all(isinstance(v, int) for v in stated_numbers("3 and 117,000 and 12k"))
     assert stated_numbers("order 12345678901234567890") == [12345678901234567890]  # every digit kept
+    # the end of a hyphenated word is no number; a range's second number is
+    assert stated_numbers("host web-3, COVID-19, 2-3 people, -4 degrees") == [2, 3, -4]
 
 
 def test_durations_state_their_minutes_or_days_beside_their_count():
