@@ -198,3 +198,54 @@ def test_gold_queries_fit_their_columns(spec):
     check = LiteralFitValidator(spec.schema)
     for split in ("train", "heldout"):
         assert [ex.target for ex in text_to_sql.examples(split, 150, seed=4) if check(ex.target)] == []
+
+
+# -- joins along foreign keys (structgen.sql.fk_joins) -----------------------------------------------------
+
+def test_grounded_joins_follow_foreign_keys(spec, grounded, vocab):
+    from structgen.constraints import compile as compile_spec
+
+    assert ("orders", "customer_id", "customers", "id") in spec.schema.foreign_keys
+    c = compile_spec(grounded, vocab)
+    ok = ["SELECT c.name FROM customers AS c JOIN orders AS o ON o.customer_id = c.id WHERE c.country = 'Spain'",
+          "SELECT c.name FROM customers AS c JOIN orders AS o ON c.id = o.customer_id",
+          "SELECT p.name FROM products AS p JOIN order_items AS oi ON oi.product_id = p.id JOIN orders AS o "
+          "ON o.id = oi.order_id JOIN customers AS c ON c.id = o.customer_id WHERE c.country = 'Spain'",
+          "SELECT customers.name FROM orders JOIN customers ON customers.id = orders.customer_id",
+          "SELECT c.name FROM customers AS c WHERE c.id IN (SELECT o.customer_id FROM orders AS o JOIN customers "
+          "AS c2 ON o.id = c2.id)"]  # a subquery joins as it likes
+    bad = ["SELECT c.name FROM customers AS c JOIN orders AS o ON o.order_date = c.id",
+           "SELECT c.name FROM customers AS c JOIN orders AS o ON o.customer_id = c.id AND o.id > 3",
+           "SELECT c.name FROM customers AS c JOIN products AS p ON p.id = c.id",  # no key connects them
+           "SELECT p.name FROM products AS p JOIN order_items AS oi ON oi.order_id = p.id"]
+    assert [q for q in ok if not c.accepts(vocab.encode(q))] == []
+    assert [q for q in bad if c.accepts(vocab.encode(q))] == []
+    plain = compile_spec(spec, vocab)  # the plain spec joins on any condition
+    assert all(plain.accepts(vocab.encode(q)) for q in bad)
+
+
+def test_a_database_without_foreign_keys_keeps_free_joins_when_grounded(tmp_path, vocab):
+    from structgen.constraints import compile as compile_spec
+
+    db = tmp_path / "nofk.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT); "
+                       "CREATE TABLE pets (id INTEGER PRIMARY KEY, owner INTEGER, name TEXT);")
+    conn.close()
+    g = sg.Sql(db).grounded("Which people own pets?")
+    assert g.schema.foreign_keys == ()
+    q = "SELECT p.name FROM people AS p JOIN pets AS pe ON pe.owner = p.id"
+    assert compile_spec(g, vocab).accepts(vocab.encode(q))
+
+
+@pytest.mark.parametrize("split", ["train", "heldout"])
+def test_gold_queries_stay_in_the_grounded_language(spec, vocab, split):
+    """Grounding never rules out the right answer: 25 gold queries per split are accepted by their grounded
+    spec's compiled constraint (literals, joins) and pass its validators."""
+    from structgen.constraints import compile as compile_spec
+    from structgen.train.data import text_to_sql
+
+    for ex in text_to_sql.examples(split, 25, seed=8):
+        g = ex.spec.grounded(ex.prompt)
+        assert compile_spec(g, vocab).accepts(vocab.encode(ex.target) + [vocab.eos_id]), (ex.prompt, ex.target)
+        assert run_validators(validators_for(g), ex.target) == [], (ex.prompt, ex.target)

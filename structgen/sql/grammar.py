@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .names import (ALIAS_MAX_LEN, KEYWORDS, PLAIN_IDENT, QUOTED_IDENT, alias_regex, derived_aliases,
                     quote_ident, table_aliases)
@@ -301,13 +301,17 @@ def generic_grammar() -> str:
     return _render(_GENERIC_HEADER, rules, terminals)
 
 
-def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, str]]) -> list[_Scope]:
+def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, str]],
+                       on: Callable | None = None) -> list[_Scope]:
     """The outermost query's exact joined scopes, one per set ``A`` of two or more tables and way of naming
     them: every table declared ``t AS a`` (scope ``k{bits}``, columns qualified by those aliases) or every
     table by its bare name (scope ``b{bits}``, columns qualified by those names). Only the names of ``A``
     qualify columns, and the FROM declares each table of ``A`` exactly once, in any order: one rule per
     set of tables declared so far (``f{scope}_{done}``), so a name can be neither missing nor declared
-    twice. Appends the FROM rules to ``des_rules``; returns the scopes."""
+    twice. ``on(qualifiers, i, done)``: the ON condition that joins table ``i`` to the tables in bitmask
+    ``done`` (None: it cannot join them; ``fk_joins.foreign_key_on``), by default any expression of the
+    scope; a set of tables that cannot all be joined that way gets no scope. Appends the FROM rules to
+    ``des_rules``; returns the scopes."""
     tables = schema.tables
     styles = {"k": [(f'{_lit(quote_ident(t.name))} " AS " {_lit(aliases[t.name][0])}', aliases[t.name][0])
                     for t in tables],
@@ -319,18 +323,24 @@ def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[st
             if len(members) < 2:
                 continue
             s = f"{style}{bits}"
-            for done in range(1, bits):
-                if done & bits != done:
-                    continue
-                alts = []
-                for i in members:
-                    if not done >> i & 1:
-                        rest = "" if done | 1 << i == bits else f" f{s}_{done | 1 << i}"
-                        alts.append(f'JOIN_KW {named[i][0]} " ON " expr_{s}_n{rest}')
-                des_rules.append((f"f{s}_{done}", " | ".join(alts)))
+            cond = (lambda i, done: f"expr_{s}_n") if on is None else \
+                (lambda i, done: on([q for _, q in named], i, done))
+            joins: dict[int, list[tuple[int, str]]] = {}  # done -> (table, its ON) that lead to a full FROM
+            for done in sorted((d for d in range(1, bits) if d & bits == d), key=lambda d: -bin(d).count("1")):
+                joins[done] = [(i, c) for i in members if not done >> i & 1
+                               and (done | 1 << i == bits or joins.get(done | 1 << i))
+                               and (c := cond(i, done)) is not None]
+            for done, ways in sorted(joins.items()):
+                if ways:
+                    des_rules.append((f"f{s}_{done}", " | ".join(
+                        f'JOIN_KW {named[i][0]} " ON " {c}' + ("" if done | 1 << i == bits else f" f{s}_{done | 1 << i}")
+                        for i, c in ways)))
+            starts = [i for i in members if joins.get(1 << i)]
+            if not starts:
+                continue
             col = " | ".join(f'{_lit(named[i][1])} "." cols_{i}' for i in members)
             star = "(" + " | ".join(_lit(named[i][1]) for i in members) + ') ".*"'
-            from_ = " | ".join(f"{named[i][0]} f{s}_{1 << i}" for i in members)
+            from_ = " | ".join(f"{named[i][0]} f{s}_{1 << i}" for i in starts)
             scopes.append(_Scope(s, col, from_, order_alias=True, star=star))
     return scopes
 
@@ -365,15 +375,22 @@ def _self_join_scopes(schema: DbSchema, aliases: dict) -> list[_Scope]:
     return scopes
 
 
-def specialise(schema: DbSchema, *, strict: bool = False, string_terminal: str | None = None) -> str:
+def specialise(schema: DbSchema, *, strict: bool = False, string_terminal: str | None = None,
+               fk_joins: bool = False) -> str:
     """The Lark text of the SELECT grammar specialised to ``schema`` (see the module docstring);
     ``strict=True``: the strict grammar, whose every sentence runs (the module docstring's last part);
-    ``string_terminal``: the body of the ``STRING`` terminal instead of any quoted string (grounded SQL,
-    ``structgen.sql.grounded``)."""
+    ``string_terminal``: the body of the ``STRING`` terminal instead of any quoted string; ``fk_joins``: the
+    outermost query's joins only along the schema's foreign keys (both grounded SQL,
+    ``structgen.sql.grounded``, ``structgen.sql.fk_joins``)."""
+    on = None
+    if fk_joins:
+        from .fk_joins import foreign_key_on
+
+        on = foreign_key_on(schema)
     if strict:
         from .strict_grammar import strict_grammar
 
-        return strict_grammar(schema, string_terminal=string_terminal)
+        return strict_grammar(schema, string_terminal=string_terminal, on=on)
     aliases = table_aliases(schema)
     derived = derived_aliases(schema, aliases)
     rules: list[tuple[str, str]] = [("start", "top")]
@@ -398,7 +415,7 @@ def specialise(schema: DbSchema, *, strict: bool = False, string_terminal: str |
         tops += _single_table_scopes(i, tname, a1)
     exact_joins = len(schema.tables) <= EXACT_JOIN_MAX_TABLES
     if exact_joins:
-        tops += _top_joined_scopes(schema, aliases, des_rules) + _self_join_scopes(schema, aliases)
+        tops += _top_joined_scopes(schema, aliases, des_rules, on) + _self_join_scopes(schema, aliases)
     des_rules += [
         ("des_sub", _alts(_lit(d) for d in derived)),
         ("cols_sub", "OUT_ALIAS | " + _alts(_lit(c) for c in all_cols)),

@@ -59,6 +59,8 @@ class DbSchema:
     path: Path
     tables: tuple[Table, ...]
     digest: str = field(default="")
+    #: (table, column, referenced table, referenced column) for every single-column foreign key
+    foreign_keys: tuple[tuple[str, str, str, str], ...] = field(default=())
 
     @classmethod
     def read(cls, database: str | Path) -> "DbSchema":
@@ -67,16 +69,26 @@ class DbSchema:
             rows = conn.execute(
                 "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
                 "ORDER BY rowid").fetchall()
-            tables = []
+            tables, fks = [], []
             for name, sql in rows:
                 cols = conn.execute(f'PRAGMA table_info("{name}")').fetchall()
                 tables.append(Table(name, tuple(Column(name, c[1], c[2] or "") for c in cols), sql))
+                keys = conn.execute(f'PRAGMA foreign_key_list("{name}")').fetchall()  # id, seq, table, from, to
+                multi = {k[0] for k in keys if k[1] > 0}
+                fks += [(name, k[3], k[2], k[4]) for k in keys if k[0] not in multi and k[4] is not None]
         finally:
             conn.close()
         if not tables:
             raise SpecError(f"database {database} has no tables; SQL generation needs at least one")
         h = hashlib.sha256("\n".join(t.create_sql for t in tables).encode()).hexdigest()[:24]
-        return cls(Path(database).resolve(), tuple(tables), h)
+        names = {t.name.lower(): t for t in tables}
+        resolved = []
+        for table, col, ref, ref_col in fks:  # only keys whose columns exist (names as the tables spell them)
+            target = names.get(ref.lower())
+            ref_col = next((c for c in target.column_names if c.lower() == ref_col.lower()), None) if target else None
+            if ref_col is not None and col in names[table.lower()].column_names:
+                resolved.append((table, col, target.name, ref_col))
+        return cls(Path(database).resolve(), tuple(tables), h, tuple(resolved))
 
     def table(self, name: str) -> Table:
         for t in self.tables:

@@ -132,7 +132,9 @@ class Sql(Grammar):
             literals = stated_literals(grounded_in, schema)
             terminal = string_terminal(literals)
             stated = (StatedLiteralsValidator(literals), LiteralFitValidator(schema))
-        text = specialise(schema, strict=strict, string_terminal=terminal)
+        # joins along the foreign keys when grounded, if the database declares any (many SQLite files do not)
+        fk_joins = grounded_in is not None and bool(schema.foreign_keys)
+        text = specialise(schema, strict=strict, string_terminal=terminal, fk_joins=fk_joins)
         from structgen.validators.sql import sql_validators
 
         checks = (*sql_validators(schema, explain=explain, second_opinion=second_opinion), *stated, *extra)

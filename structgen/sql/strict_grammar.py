@@ -17,7 +17,7 @@ from .names import quote_ident, table_aliases
 from .schema import DbSchema
 
 
-def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None) -> str:
+def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=None) -> str:
     """The strict grammar (``specialise(schema, strict=True)``): the outermost query's exact scopes only
     (one table; a join of two or more tables each declared once, when there are at most
     ``EXACT_JOIN_MAX_TABLES``; a self-join), and subqueries of one table with one result column that name
@@ -34,7 +34,7 @@ def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None) -> s
         subs.append(_Scope(f"u{i}", f'cols_{i} | {_lit(tname)} "." cols_{i}', _lit(tname), order_alias=False,
                            one_item=True))
     if len(schema.tables) <= EXACT_JOIN_MAX_TABLES:
-        tops += _top_joined_scopes(schema, aliases, des_rules)
+        tops += _top_joined_scopes(schema, aliases, des_rules, on)  # on: fk_joins.foreign_key_on or None
     tops += _self_join_scopes(schema, aliases)
     scopes = [replace(sc, order_alias=False, named_terms=True) for sc in tops + subs]
     rules: list[tuple[str, str]] = [
