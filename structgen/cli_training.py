@@ -137,8 +137,8 @@ def eval_(
     n: int = typer.Option(50, "-n", help="Held-out examples per family."),
     families: str = typer.Option("json,tool,sql,alert", "--families", help="Comma-separated task families."),
     modes: str = typer.Option("constrained,unconstrained,one-token,grounded", "--modes",  # DEFAULT_MODES
-                             help="Decoding modes to compare (grounded: JSON and tool calls only; "
-                             "grounded-one-token: its one-token reference)."),
+                             help="Decoding modes to compare (grounded: values from the request, every "
+                             "family; grounded-one-token: its one-token reference)."),
     out_dir: Path = typer.Option(Path("eval-out"), "--out", help="Folder for eval.json, eval.md and eval.svg."),
     seed: int = typer.Option(1234, "--seed", help="Seeds the held-out examples."),
     split: str = typer.Option("heldout", "--split",
