@@ -102,7 +102,7 @@ class Sql(Grammar):
     function calls; every query it allows runs. Attributes: ``database`` (resolved path), ``schema``
     (``DbSchema``), ``text`` (the specialised Lark grammar), ``validators``, ``strict``, and ``fallback``
     (the strict variant, which the generator turns to when the repair rounds run out; None when strict),
-    ``grounded_in`` (the question a grounded spec's string literals come from, ``grounded(question)`` and
+    ``grounded_in`` (the question a grounded spec's values come from, ``grounded(question)`` and
     ``generate(..., ground=True)``; None when not grounded).
     ``salvage``: every query the grammars allow is one read-only SELECT, so after the fallback the generator
     may release the longest complete prefix of the last output that passes every validator, or else the
@@ -176,9 +176,11 @@ class Sql(Grammar):
         return self._fallback
 
     def grounded(self, source: str) -> "Sql":
-        """This spec with its string literals grounded in ``source`` (the question): each one a part of it,
-        a value of its request notes, a value of a low-cardinality column or a date format
-        (``structgen.sql.grounded``); what ``generate(..., ground=True)`` decodes a ``Sql`` with."""
+        """This spec grounded in ``source`` (the question), what ``generate(..., ground=True)`` decodes a
+        ``Sql`` with: each string literal a part of it, a value of its request notes, a database value it
+        names or of a low-cardinality column, or a date format (``structgen.sql.grounded``); no comparison
+        that can match no row (``structgen.sql.literal_fit``, repaired); the outermost joins along the
+        foreign keys, when the database declares any (``structgen.sql.fk_joins``)."""
         if not isinstance(source, str):
             raise ConfigError(f"the grounding source must be text, got {type(source).__name__}")
         twin = object.__new__(Sql)

@@ -8,8 +8,8 @@ Modes (one model, the same prompts):
 * ``grounded`` — constrained with ``ground=True``: JSON extraction and tool calls with every free-text
   string a part of the request made of whole words, every e-mail, date, patterned string and number one it
   states (``structgen.grounding``); SQL with every string literal a part of the question, a value its notes
-  or the database state, or a date format (``structgen.sql.grounded``); alert rules with the channels,
-  teams and label values the description names (``validators.alerts.grounded``);
+  or the database state, or a date format, and joins along the foreign keys (``Sql.grounded``); alert rules
+  with the channels, teams, label values and thresholds the description states (``validators.alerts.grounded``);
 * ``grounded-one-token`` — ``grounded`` one token per model call: the accuracy reference of grounded
   decoding (not in ``DEFAULT_MODES``).
 

@@ -55,8 +55,8 @@ def alerts_spec(catalog: AlertCatalog | Mapping | str | Path, *, narrow: bool = 
     converts from, and repeats among longer lists of names.
 
     The spec is an ``AlertRulesGrammar`` (a ``Grammar`` that keeps ``catalog``): ``ground=True`` decodes
-    it with the channels, teams and label values the description states (``validators.alerts.grounded``;
-    ``grounded_in`` is that description)."""
+    it with the channels, teams and label values the description names and the thresholds it states
+    (``validators.alerts.grounded``; ``grounded_in`` is that description)."""
     from .spec import AlertRulesGrammar
 
     cat = AlertCatalog.coerce(catalog)

@@ -26,7 +26,7 @@ class AlertRulesGrammar(Grammar):
     grounded_in: str | None = None
 
     def grounded(self, source: str) -> "AlertRulesGrammar":
-        """This spec narrowed to the channels, teams and label values ``source`` states
+        """This spec narrowed to the channels, teams, label values and thresholds ``source`` states
         (``validators.alerts.grounded``), always written into the grammar (``alerts_spec(narrow=True)``)."""
         from . import alerts_spec
         from .grounded import ground_catalog
