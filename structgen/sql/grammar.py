@@ -331,10 +331,10 @@ def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[st
                                and (done | 1 << i == bits or joins.get(done | 1 << i))
                                and (c := cond(i, done)) is not None]
             for done, ways in sorted(joins.items()):
+                rest = {i: "" if done | 1 << i == bits else f" f{s}_{done | 1 << i}" for i, _ in ways}
                 if ways:
                     des_rules.append((f"f{s}_{done}", " | ".join(
-                        f'JOIN_KW {named[i][0]} " ON " {c}' + ("" if done | 1 << i == bits else f" f{s}_{done | 1 << i}")
-                        for i, c in ways)))
+                        f'JOIN_KW {named[i][0]} " ON " {c}{rest[i]}' for i, c in ways)))
             starts = [i for i in members if joins.get(1 << i)]
             if not starts:
                 continue

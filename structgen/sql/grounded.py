@@ -23,7 +23,8 @@ ground=True)`` (``Sql.grounded``) replaces the grammar's ``STRING`` terminal by 
 Numbers are left to the grammar (``LIMIT 1`` for "the latest" is stated by no word). The grounded spec's
 constraint (hence its ``key``) and its strict fallback read the narrowed terminal; its syntax validator reads
 the generic grammar, so ``StatedLiteralsValidator`` checks the literals of any text the spec validates (a
-string it reports is a span the repair redoes).
+string it reports is a span the repair redoes). Where a literal goes is checked by ``literal_fit``, and the
+joins by ``fk_joins``; ``Sql.grounded`` puts the three together.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from ..errors import SpecError
 from ..stated_numbers import stated_numbers
 from .schema import DbSchema, connect_readonly
 
-__all__ = ["stated_literals", "column_values", "check_values", "named_values", "string_terminal", "StatedLiteralsValidator", "MAX_PART_WORDS",
-           "MAX_COLUMN_VALUES"]
+__all__ = ["stated_literals", "column_values", "check_values", "named_values", "string_terminal",
+           "StatedLiteralsValidator", "MAX_PART_WORDS", "MAX_COLUMN_VALUES"]
 
 #: the most words of a question part a literal may be
 MAX_PART_WORDS = 5
