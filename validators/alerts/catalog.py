@@ -314,7 +314,8 @@ def _threshold(lines: list[str], name: str, lo: Decimal, hi: Decimal, unit: str 
                allowed: tuple[Decimal, ...] | None = None) -> str:
     """Define terminal ``name`` for thresholds in ``[lo, hi]`` in ``unit`` (only the ``allowed`` values when
     some of them fall in the range); the grammar symbols to use."""
-    fits = sorted({_decimal_text(v) for v in allowed or () if lo <= v <= hi}, key=lambda t: (-len(t), t))
+    fits = sorted({_decimal_text(v) for v in allowed or () if lo <= v <= hi and abs(v) < _NARROW_MAX
+                   and v == v.quantize(Decimal("0.01"))}, key=lambda t: (-len(t), t))  # as the range regex writes
     # the longest first: Lark's lexer takes the first alternative that matches (50 before 5)
     rx = "(" + "|".join(re.escape(t) for t in fits) + ")" if fits else _number_regex(lo, hi)
     if rx is None:
