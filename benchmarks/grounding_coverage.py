@@ -71,34 +71,21 @@ def leaves(schema: dict, value, root: dict, optional: dict | None = None):
 
 def sql_leaves(ex):
     """(kind, value, allowed) for each string literal of a gold query."""
-    import re
-
-    from structgen.sql.grounded import stated_literals
+    from structgen.sql.grounded import sql_literals, stated_literals
 
     allowed = set(stated_literals(ex.prompt, ex.spec.schema))
-    for m in re.finditer(r"'((?:[^']|'')*)'", ex.target):
-        v = m.group(1).replace("''", "'")
+    for _, v in sql_literals(ex.target):
         yield "literal", v, v in allowed
 
 
 def alert_leaves(ex):
     """(kind, value, allowed) for each label value, channel and team of a gold rule."""
-    from structgen.validators.alerts import And, LabelMatch, Not, Notify, Or, Page, parse_rule
+    from structgen.validators.alerts import Notify, Page, parse_rule
     from structgen.validators.alerts.grounded import ground_catalog
 
     g = ground_catalog(ex.spec.catalog, ex.prompt)
     rule = parse_rule(ex.target)
-
-    def matches(c):
-        if isinstance(c, LabelMatch):
-            yield c
-        elif isinstance(c, Not):
-            yield from matches(c.operand)
-        elif isinstance(c, (And, Or)):
-            for part in c.operands:
-                yield from matches(part)
-
-    for lm in matches(rule.condition):
+    for lm in rule.label_matches():
         for v in lm.values:
             yield "label value", v, g.labels is None or g.labels.get(lm.key) is None or v in g.labels[lm.key]
     for a in rule.actions:

@@ -36,9 +36,9 @@ from typing import Iterable
 
 from ..errors import SpecError
 from ..stated_numbers import stated_numbers
-from .schema import DbSchema, connect_readonly
+from .schema import DbSchema, check_in_list, connect_readonly
 
-__all__ = ["stated_literals", "column_values", "check_values", "named_values", "string_terminal",
+__all__ = ["stated_literals", "column_values", "check_values", "named_values", "sql_literals", "string_terminal",
            "StatedLiteralsValidator", "MAX_PART_WORDS", "MAX_COLUMN_VALUES"]
 
 #: the most words of a question part a literal may be
@@ -55,6 +55,14 @@ _CLAUSE_BREAK = re.compile(r"[,;:?!()\"\n]")
 DATE_FORMATS = ("%Y", "%m", "%d", "%Y-%m", "%Y-%m-%d", "%H", "%H:%M", "%w", "%j", "%W")
 DATE_MODIFIERS = ("now", "start of month", "start of year", "start of day", "localtime", "utc")
 _UNITS = ("days", "months", "years")
+
+
+_LITERAL = re.compile(r"'((?:[^']|'')*)'")
+
+
+def sql_literals(text: str) -> list[tuple[tuple[int, int], str]]:
+    """Each string literal of ``text`` (SQL's quoting, ``''`` inside): its span and its value."""
+    return [(m.span(), m.group(1).replace("''", "'")) for m in _LITERAL.finditer(text)]
 
 
 def _parts(text: str) -> list[str]:
@@ -98,9 +106,9 @@ def check_values(schema: DbSchema) -> dict[tuple[str, str], tuple[str, ...]]:
     out = {}
     for t in schema.tables:
         for c in t.columns:
-            m = re.search(rf'CHECK\s*\(\s*"?{re.escape(c.name)}"?\s+IN\s*\(([^)]*)\)', t.create_sql, re.I)
-            if m:
-                out[(t.name, c.name)] = tuple(v.replace("''", "'") for v in re.findall(r"'((?:[^']|'')*)'", m.group(1)))
+            listed = check_in_list(t.create_sql, c.name)
+            if listed is not None:
+                out[(t.name, c.name)] = tuple(value for _, value in sql_literals(listed))
     return out
 
 
@@ -145,9 +153,6 @@ def string_terminal(literals: Iterable[str]) -> str:
     return " | ".join(json.dumps(q, ensure_ascii=False) for q in quoted)
 
 
-_LITERAL = re.compile(r"'((?:[^']|'')*)'")
-
-
 class StatedLiteralsValidator:
     """Every string literal of a query is one of ``literals`` (``stated_literals``'s): an issue per other one,
     its span the literal. Reads the canonical form (a ``'`` opens and closes every string; ``''`` inside)."""
@@ -163,6 +168,6 @@ class StatedLiteralsValidator:
     def __call__(self, text: str) -> list:
         from structgen.validators.base import Issue
 
-        return [Issue(f"the string {m.group(0)} is not stated by the question, its notes or the database; "
-                      "a grounded query writes only those values", (m.start(), m.end()), "", self.name)
-                for m in _LITERAL.finditer(text) if m.group(1).replace("''", "'") not in self.allowed]
+        return [Issue(f"the string {text[a:b]} is not stated by the question, its notes or the database; "
+                      "a grounded query writes only those values", (a, b), "", self.name)
+                for (a, b), value in sql_literals(text) if value not in self.allowed]

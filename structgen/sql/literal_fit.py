@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from .grounded import MAX_COLUMN_VALUES, _text_columns, check_values
+from .grounded import MAX_COLUMN_VALUES, _text_columns, check_values, sql_literals
 from .names import table_aliases
 from .schema import DbSchema
 
@@ -43,9 +43,10 @@ class LiteralFitValidator:
     def __init__(self, schema: DbSchema):
         self.by_qualifier: dict[str, str] = {}
         self.types: dict[tuple[str, str], str] = {}
+        aliases = table_aliases(schema)
         for t in schema.tables:
             self.by_qualifier[t.name.lower()] = t.name
-            for alias in table_aliases(schema)[t.name]:
+            for alias in aliases[t.name]:
                 self.by_qualifier[alias.lower()] = t.name
             for c in t.columns:
                 self.types[(t.name, c.name.lower())] = c.type
@@ -78,9 +79,8 @@ class LiteralFitValidator:
             for m in pattern.finditer(text):
                 qualifier, column = m.group(1), m.group(2).lower()
                 tables = self._tables(qualifier, column)
-                quoted = re.findall(_STR, m.group(3))
-                misfits = [q for q in quoted if tables and not any(
-                    self._fits(t, column, q[1:-1].replace("''", "'")) for t in tables)]
+                misfits = [m.group(3)[a:b] for (a, b), value in sql_literals(m.group(3))
+                           if tables and not any(self._fits(t, column, value) for t in tables)]
                 if not misfits:
                     continue
                 name = f"{qualifier}.{m.group(2)}" if qualifier else m.group(2)

@@ -8,6 +8,7 @@ resolution) takes it from here; the database file is never opened for writing.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,13 @@ def connect_readonly(database: str | Path, *, timeout_s: float = 5.0) -> sqlite3
     except sqlite3.DatabaseError as e:
         raise SpecError(f"{path} is not a readable SQLite database ({e})") from None
     return conn
+
+
+def check_in_list(create_sql: str, column: str) -> str | None:
+    """The text inside ``CHECK (column IN (...))`` of a ``CREATE TABLE`` statement, as written (``'a','b'``);
+    None when the column has no such check."""
+    m = re.search(rf'CHECK\s*\(\s*"?{re.escape(column)}"?\s+IN\s*\(([^)]*)\)', create_sql, re.I)
+    return m.group(1) if m else None
 
 
 @dataclass(frozen=True)

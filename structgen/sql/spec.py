@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 from ..errors import ConfigError, SpecError
 from ..spec import Grammar, _digest
 from .grammar import generic_grammar, specialise, table_aliases
-from .schema import DbSchema
+from .schema import DbSchema, check_in_list
 
 __all__ = ["Sql", "sql_prompt", "schema_block", "SQL_SYSTEM"]
 
@@ -47,9 +47,9 @@ def _column_notes(create_sql: str, column: str) -> str:
     fk = re.search(rf'[(,]\s*"?{col}"?\s[^,]*?\bREFERENCES\s+"?(\w+)"?\s*\(\s*"?(\w+)', create_sql, re.I)
     if fk:
         notes += f" -> {fk.group(1)}.{fk.group(2)}"
-    check = re.search(rf'CHECK\s*\(\s*"?{col}"?\s+IN\s*\(([^)]*)\)', create_sql, re.I)
-    if check:
-        values = [v.strip() for v in check.group(1).split(",") if v.strip()]
+    check = check_in_list(create_sql, column)
+    if check is not None:
+        values = [v.strip() for v in check.split(",") if v.strip()]
         notes += " " + "|".join(values)
     return notes
 
