@@ -8,8 +8,9 @@ written, so this counts, per family, split and kind of value, the gold values wh
 candidate and, of those, the ones the candidates hold (a *miss* is a value grounding makes wrong for
 certain). Values left ungrounded (other formats, enums whose choices the request never names, nothing
 stated) are counted apart. SQL: each string literal of the gold query against ``stated_literals``
-(``structgen.sql.grounded``); alert rules: each label value, channel and team of the gold rule against the
-grounded catalog (``validators.alerts.grounded``). No model; figures only, nothing is asserted.
+(``structgen.sql.grounded``); alert rules: each metric, threshold, aggregation, window, hold time, label
+value, channel, team and severity of the gold rule against the grounded catalog
+(``validators.alerts.grounded``). No model; figures only, nothing is asserted.
 
     python benchmarks/grounding_coverage.py                 # 400 examples per family and split
     python benchmarks/grounding_coverage.py -n 1000 --json coverage.json
@@ -79,18 +80,33 @@ def sql_leaves(ex):
 
 
 def alert_leaves(ex):
-    """(kind, value, allowed) for each label value, channel and team of a gold rule."""
+    """(kind, value, allowed) for each metric, aggregation, window, hold time, label value, channel, team
+    and severity of a gold rule."""
     from structgen.validators.alerts import Notify, Page, parse_rule
     from structgen.validators.alerts.grounded import ground_catalog
 
     g = ground_catalog(ex.spec.catalog, ex.prompt)
     rule = parse_rule(ex.target)
+    for c in rule.comparisons():
+        m = c.metric
+        yield "metric", m.name, m.name in g.metrics
+        t = c.threshold
+        yield "threshold", t.canonical(), (g.thresholds is None or t.value in g.thresholds) and (
+            not g.units or t.unit is not None or g.metrics[m.name].unit is None or m.aggregation == "count")
+        if m.aggregation:
+            yield "aggregation", m.aggregation, g.allows_aggregation(m.aggregation)
+        if m.window is not None:
+            yield "window", str(m.window), str(m.window.canonical()) in g.windows()
+    if rule.hold is not None:
+        yield "hold time", str(rule.hold), rule.hold.canonical() in g.hold_times()
     for lm in rule.label_matches():
         for v in lm.values:
-            yield "label value", v, g.labels is None or g.labels.get(lm.key) is None or v in g.labels[lm.key]
+            yield "label value", v, g.labels is None or (lm.key in g.labels and (
+                g.labels[lm.key] is None or v in g.labels[lm.key]))
     for a in rule.actions:
         if isinstance(a, Notify):
             yield "channel", a.channel, g.channels is None or a.channel in g.channels
+            yield "severity", a.severity, g.severities is None or a.severity in g.severities
         elif isinstance(a, Page):
             yield "team", a.team, g.teams is None or a.team in g.teams
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["number_mentions", "stated_numbers"]
+__all__ = ["COUNT", "count_of", "number_mentions", "stated_numbers"]
 
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
           "sixteen seventeen eighteen nineteen").split()
@@ -38,13 +38,13 @@ _MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "million": 1_000_000, "bn": 1_000
 _NUMERAL = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
 _WORD = "|".join(sorted(WORDS, key=len, reverse=True))
 #: a count: a numeral (its sign apart), a number word, or "a"/"an" (one, before a unit)
-_COUNT = rf"(?P<num>{_NUMERAL})|(?P<word>a\s+dozen|{_WORD})|(?P<one>an?)"
+COUNT = rf"(?P<num>{_NUMERAL})|(?P<word>a\s+dozen|{_WORD})|(?P<one>an?)"
 #: a number starts a word (not the end of a hyphenated one: "web-3", "COVID-19"), or follows the "x" of a
 #: count ("x2": two passengers)
-_NUMBER = re.compile(rf"(?:(?<![\w.,])(?<![^\W\d_]-)|(?<=\bx)(?=\d))(?P<sign>-(?=\d))?(?:{_COUNT})"
+_NUMBER = re.compile(rf"(?:(?<![\w.,])(?<![^\W\d_]-)|(?<=\bx)(?=\d))(?P<sign>-(?=\d))?(?:{COUNT})"
                      rf"(?:\s?(?P<mult>k|thousand|million|bn|billion)(?!\w)|(?(num)(?!\d)|(?!\w)))",
                      re.IGNORECASE)
-_DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{_COUNT})"
+_DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{COUNT})"
                        rf"\s*(?P<unit>h|hrs?|hours?|weeks?)(?![\w])(?P<and_half>\s+and\s+a\s+half)?", re.IGNORECASE)
 #: spans whose digits are no count: ISO dates and date-times, clock times (and e-mail addresses: the
 #: automaton's own form, ``constraints.placeholders.EMAIL``)
@@ -52,7 +52,8 @@ _NOT_COUNTS = re.compile(r"\d{4}-\d{2}-\d{2}(?:T[\d:]+(?:Z|[+-]\d{2}:\d{2})?)?|\
 _NOTED_NOT_COUNTS = re.compile(r"\d{4}-|\d{2}:|[+-]\d{2}:|Z$")
 
 
-def _count(m: re.Match) -> int | float:
+def count_of(m: re.Match) -> int | float:
+    """The value of a match of :data:`COUNT`'s groups (``num``, ``word``, ``one``)."""
     if m["num"]:
         digits = m["num"].replace(",", "")
         return float(digits) if "." in digits else int(digits)  # an int keeps every digit of a long numeral
@@ -88,14 +89,14 @@ def number_mentions(text: str) -> dict[int | float, int]:
     for m in _DURATION.finditer(text):
         if not free(m):
             continue
-        n = 0.5 if m["half"] else 0.25 if m["quarter"] else _count(m)
+        n = 0.5 if m["half"] else 0.25 if m["quarter"] else count_of(m)
         n += 0.5 if m["and_half"] else 0.0
         per = 7 if m["unit"].lower().startswith("w") else 60
         found += [(m.start(), n * per), (m.start(), n)]
     for m in _NUMBER.finditer(text):
         if m["one"] or not free(m):
             continue
-        n = _count(m) * _MULTIPLIERS.get((m["mult"] or "").lower(), 1)
+        n = count_of(m) * _MULTIPLIERS.get((m["mult"] or "").lower(), 1)
         found.append((m.start(), -n if m["sign"] else n))
     counts: dict[int | float, int] = {}
     for _, v in sorted(dict.fromkeys((at, _plain(v)) for at, v in found), key=lambda x: x[0]):

@@ -267,6 +267,8 @@ def test_validator_survives_deep_nesting(alerts_catalog):
     ({"metrics": {"cpu.usage": {"unit": ""}}}, "unit must be a non-empty string"),
     ({"metrics": {"cpu.usage": {"range": [0, 1]}}}, "unknown key(s) 'range'"),
     ({"metrics": {"cpu.usage": 5}}, "must be an object"),
+    ({"metrics": {"cpu.usage": {"aliases": "CPU load"}}}, "aliases must be a list of the words"),
+    ({"metrics": {"cpu.usage": {"aliases": ["CPU", " "]}}}, "aliases must be a list of the words"),
     ({"metrics": ["cpu.usage"], "labels": {}}, "labels must be a non-empty object"),
     ({"metrics": ["cpu.usage"], "labels": {"not": None}}, "keyword of the rule language"),
     ({"metrics": ["cpu.usage"], "labels": {"Host": None}}, "label key 'Host'"),
@@ -286,6 +288,7 @@ def test_malformed_catalogs(data, words):
 
 def test_catalog_files_and_types(tmp_path, alerts_catalog):
     assert alerts_catalog.metrics["cpu.usage"].unit == "%" and alerts_catalog.metrics["cpu.usage"].max == 100
+    assert "CPU load" in alerts_catalog.metrics["cpu.usage"].aliases
     cat = alerts_catalog
     assert cat.labels["host"][0] == "web-1" and cat.max_window == 86400 and cat.max_hold == 7 * 86400
     with pytest.raises(sg.SpecError, match="cannot read the alert catalog"):

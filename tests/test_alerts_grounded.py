@@ -34,12 +34,81 @@ def test_names_are_stated_as_whole_words():
     assert stated_names(["prod"], "in production") == ()
 
 
-def test_ground_catalog_narrows_what_the_description_names_and_keeps_the_rest(alerts_catalog):
+def test_ground_catalog_narrows_what_the_description_names(alerts_catalog):
     g = ground_catalog(alerts_catalog, DESCRIPTION)
-    assert g.labels["host"] == ("web-3",) and g.channels == ("#ops",)
-    assert g.teams == alerts_catalog.teams  # no team named: the list stays whole
-    assert g.labels["env"] == alerts_catalog.labels["env"]
-    assert g.metrics == alerts_catalog.metrics and g.max_hold == alerts_catalog.max_hold
+    assert g.labels == {"host": ("web-3",)}  # env and region: no value named, so not tested
+    assert g.channels == ("#ops",) and g.teams == () and g.every_action  # notify #ops, page nobody
+    assert list(g.metrics) == ["mem.free", "disk.free"]  # "disk", "free"
+    assert g.aggregations == () and g.durations == () and g.severities == ("low",) and g.units
+    assert g.max_hold == alerts_catalog.max_hold
+    # nothing named: every list stays whole, no action is required
+    g = ground_catalog(alerts_catalog, "tell someone when things look bad")
+    assert g.channels == alerts_catalog.channels and g.teams == alerts_catalog.teams and not g.every_action
+    assert g.metrics == alerts_catalog.metrics and g.labels == {} and g.severities is None
+
+
+def test_actions_are_the_named_channels_and_teams(alerts_catalog):
+    g = ground_catalog(alerts_catalog, "the dba team should be paged and #alerts notified (medium)")
+    assert (g.channels, g.teams, g.every_action) == (("#alerts",), ("dba",), True)
+    for text in ("page ops when cpu is high", "page the ops on-call", "the ops team should be paged"):
+        g = ground_catalog(alerts_catalog, text)  # "ops" names the team here, not the channel #ops
+        assert (g.channels, g.teams, g.every_action) == ((), ("ops",), True), text
+    g = ground_catalog(alerts_catalog, "tell ops about it")  # the team or the channel: either, not both
+    assert (g.channels, g.teams, g.every_action) == (("#ops",), ("ops",), False)
+
+
+def test_metrics_aggregations_durations_and_values_are_read_from_the_description(alerts_catalog):
+    from structgen.validators.alerts.grounded import (stated_aggregations, stated_durations, stated_metrics,
+                                                      stated_values)
+
+    assert stated_metrics(alerts_catalog, "when the response time is over 2 s") == ("http.latency",)  # alias
+    assert stated_metrics(alerts_catalog, "the CPU load on web-1") == ("cpu.usage",)
+    assert stated_metrics(alerts_catalog, "queue.depth over 10") == ("queue.depth",)  # its name
+    assert stated_aggregations("the p95 latency, or the average CPU") == ("avg", "p95")
+    assert stated_aggregations("more than 50 errors within 10 min") == ("sum",)
+    assert stated_aggregations("CPU above 90%") == ()
+    assert stated_durations("for 5 min, over half an hour, a quarter of an hour, 60 minutes, 30s, 2h") == (
+        300, 1800, 900, 3600, 30, 7200)
+    assert stated_durations("web-1 and db-1, p95 and an alert") == ()  # "and" is no "an" + "d"
+    assert stated_values(["prod", "staging"], "in production only") == ("prod",)
+    assert stated_values(["web-1", "eu"], "on web-10 in Europe") == ()  # whole words below four letters
+
+
+def test_grounded_rules_write_only_what_is_stated(spec, vocab):
+    from structgen.constraints import compile as compile_spec
+
+    text = "Post to #ops (high) when the average CPU over 5 minutes is above 90% in production"
+    g = spec.grounded(text)
+    c = compile_spec(g, vocab)
+    ok = 'when avg(cpu.usage[5m]) > 90% and env == "prod" then notify "#ops" severity high'
+    assert c.accepts(vocab.encode(ok) + [vocab.eos_id])
+    assert run_validators(validators_for(g), ok) == []
+    for bad in ('when avg(cpu.usage[5m]) > 90 and env == "prod" then notify "#ops" severity high',  # no unit
+                'when max(cpu.usage[5m]) > 90% and env == "prod" then notify "#ops" severity high',  # not stated
+                'when avg(cpu.usage[10m]) > 90% and env == "prod" then notify "#ops" severity high',
+                'when avg(cpu.usage[5m]) > 90% and env == "prod" for 1m then notify "#ops" severity high',
+                'when avg(mem.used[5m]) > 90% and env == "prod" then notify "#ops" severity high',
+                'when avg(cpu.usage[5m]) > 90% and host == "web-1" then notify "#ops" severity high',
+                'when avg(cpu.usage[5m]) > 90% and env == "prod" then notify "#ops" severity low',
+                'when avg(cpu.usage[5m]) > 90% and env == "prod" then notify "#ops" severity high, page "ops"'):
+        assert not c.accepts(vocab.encode(bad) + [vocab.eos_id]), bad
+        assert run_validators(validators_for(g), bad), bad
+    # both named: both actions, in either order
+    g = spec.grounded("page dba and notify #db (low) when queue depth is over 100")
+    c = compile_spec(g, vocab)
+    assert c.accepts(vocab.encode('when queue.depth > 100 then page "dba", notify "#db" severity low') + [vocab.eos_id])
+    assert not c.accepts(vocab.encode('when queue.depth > 100 then page "dba"') + [vocab.eos_id])
+    assert run_validators(validators_for(g), 'when queue.depth > 100 then page "dba"')
+
+
+def test_contradicting_label_tests_are_reported(alerts_catalog):
+    v = AlertRulesValidator(alerts_catalog)
+    bad = 'when host not in ["web-1"] and disk.free < 5GB and host == "web-1" then page "ops"'
+    (issue,) = v(bad)
+    assert "never fire" in issue.message and bad[issue.span[0]:issue.span[1]] == 'host == "web-1"'
+    for ok in ('when host in ["web-1", "web-2"] and host != "web-1" then page "ops"',
+               'when host == "web-1" or host != "web-1" then page "ops"'):
+        assert v(ok) == [], ok
 
 
 def test_grounded_spec_keeps_its_catalog_and_gets_its_own_constraint(spec, alerts_catalog):

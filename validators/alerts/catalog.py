@@ -1,7 +1,7 @@
 """What alert rules may refer to, and how that is written into the grammar.
 
-Owns :class:`MetricInfo` and :class:`AlertCatalog` (building one from JSON or a dict, with a ``SpecError``
-naming whatever is wrong), the range of each aggregated value, and the grammar narrowing:
+Owns :class:`MetricInfo` and :class:`AlertCatalog` (built from JSON or a dict by ``catalog_json``, with a
+``SpecError`` naming whatever is wrong), the range of each aggregated value, and the grammar narrowing:
 :meth:`AlertCatalog.choices` (names and :func:`tidy_durations`) and :meth:`AlertCatalog.grammar_rules`
 (``%override`` rules with threshold regexes per metric range, each label key's values, and lists and
 actions that repeat no name).
@@ -9,7 +9,6 @@ actions that repeat no name).
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -20,7 +19,7 @@ from typing import Any, Mapping
 
 from structgen.errors import SpecError
 
-from .rules import _SECONDS, RESERVED, UNITS, Duration, _decimal_text, _lark
+from .rules import _SECONDS, UNITS, Duration, _decimal_text
 
 __all__ = ["MetricInfo", "AlertCatalog", "tidy_durations"]
 
@@ -30,25 +29,15 @@ _INF = Decimal("Infinity")
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """What the catalog knows of one metric: its ``unit`` and valid range ``[min, max]`` (each optional)."""
+    """What the catalog knows of one metric: its ``unit`` and valid range ``[min, max]`` (each optional), a
+    ``description`` and its ``aliases``, the words people call it by ("CPU load"), which grounding reads."""
 
     name: str
     unit: str | None = None
     min: Decimal | None = None
     max: Decimal | None = None
     description: str = ""
-
-
-@functools.lru_cache(maxsize=1)
-def _terminal_res() -> dict[str, re.Pattern]:
-    p = _lark()
-    return {name: re.compile(p.get_terminal(name).pattern.to_regexp())
-            for name in ("METRIC", "LABEL", "VALUE", "CHANNEL", "TEAM")}
-
-
-_CATALOG_KEYS = ("metrics", "labels", "channels", "teams", "limits")
-_METRIC_KEYS = ("unit", "min", "max", "description")
-_LIMIT_KEYS = ("max_window", "max_hold")
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,11 +47,15 @@ class AlertCatalog:
     ``metrics`` (name -> :class:`MetricInfo`, at least one); ``labels`` (key -> known values, or ``None``
     for any value; ``None`` as a whole: label keys are not checked); ``channels`` and ``teams``
     (``None``: not checked); ``max_window`` and ``max_hold`` (seconds, default 7 days): the longest
-    aggregation window and ``for`` hold time; ``thresholds`` (not in the JSON form: what grounding sets,
-    ``validators.alerts.grounded``), the values a threshold may take where they fall in a metric's range
-    (``None``: any). Build it with :meth:`from_dict` or :meth:`load`; as JSON::
+    aggregation window and ``for`` hold time. Not in the JSON form, what grounding sets
+    (``validators.alerts.grounded``; ``None``: no narrowing): ``thresholds``, the values a threshold may take
+    where they fall in a metric's range; ``aggregations``, the aggregations a rule may use; ``durations``,
+    the windows and hold times it may write (seconds; empty: none); ``severities``; ``units``: a
+    threshold writes its metric's unit; ``every_action``: the actions notify every channel and page every
+    team listed. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
 
-        {"metrics": {"cpu.usage": {"unit": "%", "min": 0, "max": 100}, "http.requests.5xx": {"min": 0}},
+        {"metrics": {"cpu.usage": {"unit": "%", "min": 0, "max": 100, "aliases": ["CPU", "CPU load"]},
+                     "http.requests.5xx": {"min": 0}},
          "labels": {"host": ["web-1", "web-2"], "service": null},
          "channels": ["#ops"], "teams": ["ops"], "limits": {"max_window": "1d", "max_hold": "7d"}}
     """
@@ -74,6 +67,11 @@ class AlertCatalog:
     max_window: int = _DEFAULT_LIMIT
     max_hold: int = _DEFAULT_LIMIT
     thresholds: tuple[Decimal, ...] | None = None
+    aggregations: tuple[str, ...] | None = None
+    durations: tuple[int, ...] | None = None
+    severities: tuple[str, ...] | None = None
+    units: bool = False
+    every_action: bool = False
 
     @classmethod
     def load(cls, path: str | Path) -> "AlertCatalog":
@@ -102,51 +100,40 @@ class AlertCatalog:
     @classmethod
     def from_dict(cls, data: Mapping, *, where: str = "alert catalog") -> "AlertCatalog":
         """Build a catalog from its JSON form (see the class docstring); ``SpecError`` names what is wrong."""
-        if not isinstance(data, Mapping):
-            raise SpecError(f"{where}: expected a JSON object with {', '.join(_CATALOG_KEYS)}, "
-                            f"got {type(data).__name__}")
-        _no_unknown(data, _CATALOG_KEYS, where)
-        res = _terminal_res()
-        metrics = _metrics(data.get("metrics"), where, res["METRIC"])
-        labels = None
-        if data.get("labels") is not None:
-            raw = data["labels"]
-            if not isinstance(raw, Mapping) or not raw:
-                raise SpecError(f"{where}: labels must be a non-empty object mapping each label key to its "
-                                "values (a list) or null (any value); leave labels out to allow any key")
-            labels = {}
-            for key, values in raw.items():
-                _check_name(key, res["LABEL"], f"{where}: label key",
-                            "label keys are a lowercase letter then lowercase letters, digits or _ (at most 24 in all)")
-                if key in RESERVED:
-                    raise SpecError(f"{where}: label key {key!r} is a keyword of the rule language; rename it")
-                labels[key] = None if values is None else _names(values, res["VALUE"], f"{where}: labels[{key!r}]")
-        channels = _names(data["channels"], res["CHANNEL"], f"{where}: channels") \
-            if data.get("channels") is not None else None
-        teams = _names(data["teams"], res["TEAM"], f"{where}: teams") if data.get("teams") is not None else None
-        limits = data.get("limits") or {}
-        if not isinstance(limits, Mapping):
-            raise SpecError(f"{where}: limits must be an object such as "
-                            '{"max_window": "1d", "max_hold": "7d"}')
-        _no_unknown(limits, _LIMIT_KEYS, f"{where}: limits")
-        lim = {k: _limit(limits.get(k, _DEFAULT_LIMIT), f"{where}: limits.{k}") for k in _LIMIT_KEYS}
-        return cls(metrics, labels, channels, teams, lim["max_window"], lim["max_hold"])
+        from .catalog_json import read_catalog
+
+        return cls(**read_catalog(data, where))
 
     def choices(self) -> dict[str, list[str]]:
         """``Grammar(choices=...)`` that writes the catalog's names into the grammar: metric names, hold
         times and windows (whole units up to the limits: 1-59s, 1-59m, 1-23h, 1d...) always; channels,
         teams and label keys when listed; label values when every label key lists its values."""
-        out: dict[str, list[str]] = {"METRIC": list(self.metrics), "HOLD": tidy_durations(self.max_hold),
-                                     "WINDOW": tidy_durations(self.max_window)}
-        if self.channels is not None:
+        out: dict[str, list[str]] = {"METRIC": list(self.metrics), "HOLD": self.hold_times(),
+                                     "WINDOW": self.windows()}
+        if self.channels:
             out["CHANNEL"] = list(self.channels)
-        if self.teams is not None:
+        if self.teams:
             out["TEAM"] = list(self.teams)
+        if self.severities:
+            out["SEVERITY"] = list(self.severities)
         if self.labels is not None:
             out["LABEL"] = list(self.labels)
             if all(v is not None for v in self.labels.values()):
                 out["VALUE"] = list(dict.fromkeys(v for vs in self.labels.values() for v in vs))
-        return out
+        return {k: v for k, v in out.items() if v}
+
+    def hold_times(self) -> list[str]:
+        """The ``for`` hold times a rule may write (:func:`tidy_durations`, only ``durations`` when set)."""
+        return [d for d in tidy_durations(self.max_hold) if self.durations is None
+                or Duration.parse(d).seconds in self.durations]
+
+    def windows(self) -> list[str]:
+        """The aggregation windows a rule may write, as :meth:`hold_times`."""
+        return [d for d in tidy_durations(self.max_window) if self.durations is None
+                or Duration.parse(d).seconds in self.durations]
+
+    def allows_aggregation(self, name: str) -> bool:
+        return self.aggregations is None or name in self.aggregations
 
     def grammar_rules(self) -> str:
         """Lark rules that narrow what ``choices()`` cannot, because it depends on context: thresholds
@@ -163,21 +150,30 @@ class AlertCatalog:
         for info in self.metrics.values():
             values.setdefault(_value_range(info, None), []).append(info.name)
             sums.setdefault(_value_range(info, "sum"), []).append(info.name)
-        lines.append('NARROW_AGG: "avg" | "min" | "max" | "p95" | "p99"')
+        aggs = [a for a in ("avg", "min", "max", "p95", "p99") if self.allows_aggregation(a)]
+        window = " window?" if self.windows() else ""
+        if aggs:
+            lines.append(f"NARROW_AGG: {_alternatives(aggs)}")
         for i, ((unit, lo, hi), names) in enumerate(values.items()):
-            lines.append(f'narrow_metric_{i}: NARROW_METRIC_{i} | NARROW_AGG "(" NARROW_METRIC_{i} window? ")"')
+            agg = f' | NARROW_AGG "(" NARROW_METRIC_{i}{window} ")"' if aggs else ""
+            lines.append(f"narrow_metric_{i}: NARROW_METRIC_{i}{agg}")
             lines.append(f"NARROW_METRIC_{i}: {_alternatives(names)}")
-            thr = _threshold(lines, f"NARROW_THRESHOLD_{i}", lo, hi, unit, self.thresholds)
+            thr = _threshold(lines, f"NARROW_THRESHOLD_{i}", lo, hi, unit, self.thresholds, self.units)
             comparisons.append(f'narrow_metric_{i} " " CMP " " {thr}')
-        for i, ((unit, lo, hi), names) in enumerate(sums.items()):
+        for i, ((unit, lo, hi), names) in enumerate(sums.items() if self.allows_aggregation("sum") else ()):
             lines.append(f"NARROW_SUM_METRIC_{i}: {_alternatives(names)}")
-            thr = _threshold(lines, f"NARROW_SUM_THRESHOLD_{i}", lo, hi, unit, self.thresholds)
-            comparisons.append(f'"sum" "(" NARROW_SUM_METRIC_{i} window? ")" " " CMP " " {thr}')
-        thr = _threshold(lines, "NARROW_COUNT_THRESHOLD", Decimal(0), _INF, None,
-                         None if self.thresholds is None else tuple(v for v in self.thresholds if v == v.to_integral()))
-        comparisons.append(f'"count" "(" METRIC window? ")" " " CMP " " {thr}')
+            thr = _threshold(lines, f"NARROW_SUM_THRESHOLD_{i}", lo, hi, unit, self.thresholds, self.units)
+            comparisons.append(f'"sum" "(" NARROW_SUM_METRIC_{i}{window} ")" " " CMP " " {thr}')
+        if self.allows_aggregation("count"):
+            thr = _threshold(lines, "NARROW_COUNT_THRESHOLD", Decimal(0), _INF, None, None if self.thresholds is None
+                             else tuple(v for v in self.thresholds if v == v.to_integral()))
+            comparisons.append(f'"count" "(" METRIC{window} ")" " " CMP " " {thr}')
         head = ["%override comparison: " + "\n    | ".join(comparisons)]
-        if self.labels is not None:
+        if not self.hold_times():
+            head.append('%override rule: "when " condition " then " actions')
+        if self.labels is not None and not self.labels:
+            head.append('%override atom: "(" condition ")" | comparison')
+        elif self.labels is not None:
             matches, free = [], [k for k, vs in self.labels.items() if vs is None]
             for i, (key, vs) in enumerate((k, vs) for k, vs in self.labels.items() if vs is not None):
                 v, k = f"narrow_value_{i}", f"NARROW_LABEL_{i}"
@@ -197,7 +193,8 @@ class AlertCatalog:
             head.append("%override label_match: " + "\n    | ".join(matches))
         if self.channels is not None and self.teams is not None and \
                 len(self.channels) + len(self.teams) <= DISTINCT_MAX:
-            head.append("%override actions: " + _distinct_actions(lines, self.channels, self.teams))
+            head.append("%override actions: " + _distinct_actions(lines, self.channels, self.teams,
+                                                                    every=self.every_action))
         return "\n".join(head + lines) + "\n"
 
 
@@ -218,10 +215,10 @@ def tidy_durations(limit: int) -> list[str]:
 DISTINCT_MAX = 6
 
 
-def _subset_rules(lines: list[str], prefix: str, options: list[str]) -> str:
+def _subset_rules(lines: list[str], prefix: str, options: list[str], every: bool = False) -> str:
     """Rules for sequences of ``options`` (Lark texts) joined by ``", "`` in which no option appears twice
-    (rule ``{prefix}_{used}``: one more option not in the bit set ``used``); appended to ``lines``. Returns
-    the start rule's name."""
+    (rule ``{prefix}_{used}``: one more option not in the bit set ``used``), and with ``every``, in which
+    each appears; appended to ``lines``. Returns the start rule's name."""
     full = (1 << len(options)) - 1
     for used in range(full):
         alts = []
@@ -229,7 +226,8 @@ def _subset_rules(lines: list[str], prefix: str, options: list[str]) -> str:
             if used & (1 << bit):
                 continue
             after = used | (1 << bit)
-            alts.append(text if after == full else f'{text} (", " {prefix}_{after})?')
+            alts.append(text if after == full else f'{text} ", " {prefix}_{after}' if every
+                        else f'{text} (", " {prefix}_{after})?')
         lines.append(f"{prefix}_{used}: " + "\n    | ".join(alts))
     return f"{prefix}_0"
 
@@ -239,11 +237,12 @@ def _distinct_lists(lines: list[str], prefix: str, values) -> str:
     return _subset_rules(lines, prefix, [json.dumps(f'"{v}"') for v in dict.fromkeys(values)])
 
 
-def _distinct_actions(lines: list[str], channels, teams) -> str:
-    """The action list with each channel notified and each team paged at most once; the rule's text."""
+def _distinct_actions(lines: list[str], channels, teams, every: bool = False) -> str:
+    """The action list with each channel notified and each team paged at most once (with ``every``:
+    exactly once); the rule's text."""
     options = [f'{json.dumps(f"notify {json.dumps(c)} severity ")} SEVERITY' for c in dict.fromkeys(channels)]
     options += [json.dumps(f"page {json.dumps(t)}") for t in dict.fromkeys(teams)]
-    return _subset_rules(lines, "narrow_actions", options)
+    return _subset_rules(lines, "narrow_actions", options, every)
 
 
 def _alternatives(names) -> str:
@@ -311,9 +310,10 @@ def _number_regex(lo: Decimal, hi: Decimal) -> str | None:
 
 
 def _threshold(lines: list[str], name: str, lo: Decimal, hi: Decimal, unit: str | None,
-               allowed: tuple[Decimal, ...] | None = None) -> str:
+               allowed: tuple[Decimal, ...] | None = None, unit_required: bool = False) -> str:
     """Define terminal ``name`` for thresholds in ``[lo, hi]`` in ``unit`` (only the ``allowed`` values when
-    some of them fall in the range); the grammar symbols to use."""
+    some of them fall in the range; the unit always written when ``unit_required``); the grammar symbols to
+    use."""
     fits = sorted({_decimal_text(v) for v in allowed or () if lo <= v <= hi and abs(v) < _NARROW_MAX
                    and v == v.quantize(Decimal("0.01"))}, key=lambda t: (-len(t), t))  # as the range regex writes
     # the longest first: Lark's lexer takes the first alternative that matches (50 before 5)
@@ -321,84 +321,6 @@ def _threshold(lines: list[str], name: str, lo: Decimal, hi: Decimal, unit: str 
     if rx is None:
         return "NUMBER UNIT?"
     if unit in UNITS:
-        rx += f"({re.escape(unit)})?"
+        rx += f"({re.escape(unit)})" + ("" if unit_required else "?")
     lines.append(f"{name}: /{rx}/")
     return name
-
-
-# --- reading a catalog -----------------------------------------------------------------------------
-
-
-def _no_unknown(data: Mapping, allowed: tuple[str, ...], where: str) -> None:
-    unknown = [k for k in data if k not in allowed]
-    if unknown:
-        raise SpecError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; allowed: {', '.join(allowed)}")
-
-
-def _check_name(name: Any, rx: re.Pattern, what: str, rule: str) -> None:
-    if not isinstance(name, str) or not rx.fullmatch(name):
-        raise SpecError(f"{what} {name!r} cannot be written in an alert rule: {rule}")
-
-
-_TEXT_RULE = ("quoted names are printable ASCII without '\"' or '\\', words of 1-24 characters separated "
-              "by single spaces, at most 4 words")
-
-
-def _names(values: Any, rx: re.Pattern, where: str) -> tuple[str, ...]:
-    if isinstance(values, str) or not isinstance(values, (list, tuple)) or not values:
-        raise SpecError(f"{where}: expected a non-empty list of names, got {values!r}; leave it out (or null) "
-                        "to allow any")
-    for v in values:
-        _check_name(v, rx, f"{where}: name", _TEXT_RULE)
-    return tuple(dict.fromkeys(values))
-
-
-def _number(v: Any, where: str) -> Decimal | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
-        raise SpecError(f"{where}: expected a finite number or null, got {v!r}")
-    return Decimal(str(v))
-
-
-def _metrics(raw: Any, where: str, rx: re.Pattern) -> dict[str, MetricInfo]:
-    if isinstance(raw, (list, tuple)):
-        raw = {name: None for name in raw}
-    if not isinstance(raw, Mapping) or not raw:
-        raise SpecError(f"{where}: metrics must be a non-empty object mapping each metric name to "
-                        "{\"unit\", \"min\", \"max\", \"description\"} (each optional), or a list of names")
-    out = {}
-    for name, info in raw.items():
-        _check_name(name, rx, f"{where}: metric name",
-                    "names are lowercase words (letters, digits, _) joined by dots, e.g. cpu.usage")
-        info = {} if info is None else info
-        if not isinstance(info, Mapping):
-            raise SpecError(f"{where}: metrics[{name!r}] must be an object with unit/min/max/description or null")
-        _no_unknown(info, _METRIC_KEYS, f"{where}: metrics[{name!r}]")
-        unit = info.get("unit")
-        if unit is not None and (not isinstance(unit, str) or not unit):
-            raise SpecError(f"{where}: metrics[{name!r}].unit must be a non-empty string such as \"%\" or \"ms\"")
-        lo = _number(info.get("min"), f"{where}: metrics[{name!r}].min")
-        hi = _number(info.get("max"), f"{where}: metrics[{name!r}].max")
-        if lo is not None and hi is not None and lo > hi:
-            raise SpecError(f"{where}: metrics[{name!r}] has min {lo} above max {hi}; swap them")
-        desc = info.get("description", "")
-        if not isinstance(desc, str):
-            raise SpecError(f"{where}: metrics[{name!r}].description must be a string")
-        out[name] = MetricInfo(name, unit, lo, hi, desc)
-    return out
-
-
-def _limit(v: Any, where: str) -> int:
-    if isinstance(v, str):
-        try:
-            seconds = Duration.parse(v).seconds
-        except SpecError as e:
-            raise SpecError(f"{where}: {e}") from None
-    elif isinstance(v, int) and not isinstance(v, bool):
-        seconds = v
-    else:
-        raise SpecError(f"{where}: expected a duration such as \"7d\" or a number of seconds, got {v!r}")
-    if seconds <= 0:
-        raise SpecError(f"{where}: must be longer than zero, got {v!r}")
-    return seconds

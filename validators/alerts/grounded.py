@@ -1,18 +1,29 @@
-"""Grounded alert rules: the names a rule writes are the ones its description states.
+"""Grounded alert rules: what a rule writes is what its description states.
 
 ``generate(description, alerts_spec(catalog), ground=True)`` decodes with ``ground_catalog(catalog,
-description)``'s spec: the catalog with its channels, its teams and each label key's values cut down to those
-the description names (``stated_names``), so "Let #ops know once web-3 has less than 5 GB free" can write
-``host == "web-3"`` and ``notify "#ops"``, and neither ``web-1`` nor ``#alerts``. A name is stated when the
-description holds it as a whole word, in any case, its hyphens included (``db-1`` is no mention of ``#db``;
-``web-3 box`` names ``web-3``); a channel is also stated by its name without the ``#`` ("the ops channel").
-A list of which the description names nothing is left whole (a rule may still need a team the text calls
-"the DBAs"). A threshold is one of the numbers the description states (``structgen.stated_numbers``: "over
-85 percent" 85, "5 GB" 5, "a thousand" 1000) that falls in its metric's range, or any in range when none
-does; metrics and durations are said in words ("free memory", "half an hour") and stay the catalog's.
+description)``'s spec: the catalog cut down to what the description says, written into the grammar
+(``choices`` and the ``%override`` rules, as ``alerts_spec`` writes any catalog) and into the validator.
 
-The grounded catalog goes into the grammar (``choices`` and the ``%override`` rules, as ``alerts_spec``
-writes any catalog) and into the validator, so a name it left out is an issue with its span either way.
+* **Names** (``stated_names``): channels, teams and each label key's values the description names. A name
+  is stated when the description holds it as a whole word, in any case, its hyphens included (``db-1`` is no
+  mention of ``#db``; ``web-3 box`` names ``web-3``); a channel also by its name without the ``#`` ("the ops
+  channel"); a label value of four letters or more also as the start of a word ("production" names
+  ``prod``, ``stated_values``). The actions are the channels and teams it names, each once: "let #ops know"
+  pages no team, "page dba and tell #db" does both ("page ops" and "the ops team" name a team, not the
+  channel ``#ops``); when it names none, or a word that may name either ("tell ops"), any of the named ones. A label key of which it names
+  no value is not tested.
+* **Metrics** (``stated_metrics``): those the description calls by their name, a word of their name
+  (``disk``, ``latency``) or one of their catalog ``aliases`` ("CPU load", "response time"); all when it
+  names none.
+* **Thresholds**: the numbers the description states (``structgen.stated_numbers``: "over 85 percent" 85,
+  "5 GB" 5, "a thousand" 1000) that fall in their metric's range, or any in range when none does; always
+  written with the metric's unit (``90%``, not ``90``).
+* **Aggregations** (``stated_aggregations``): those the description names ("the average", "p95", "peak";
+  "more than 50 errors within 10 min" is a sum over the window); none when it names none, so "CPU above 90%"
+  is ``cpu.usage > 90%``.
+* **Windows and hold times** (``stated_durations``): the durations the description states ("5 min", "half
+  an hour", "60 minutes" is ``1h``); none when it states none.
+* **Severities**: those the description names as words; all when it names none.
 """
 
 from __future__ import annotations
@@ -22,11 +33,33 @@ import re
 from decimal import Decimal
 from typing import Iterable
 
-from structgen.stated_numbers import stated_numbers
+from structgen.stated_numbers import COUNT, count_of, stated_numbers
 
 from .catalog import AlertCatalog
 
-__all__ = ["stated_names", "ground_catalog"]
+__all__ = ["stated_names", "stated_values", "stated_metrics", "stated_aggregations", "stated_durations", "stated_severities",
+           "ground_catalog"]
+
+#: the words that name each aggregation of the rule language
+AGGREGATION_WORDS = {"avg": ("avg", "average", "mean"), "min": ("min", "minimum", "lowest"),
+                     "max": ("max", "maximum", "peak", "highest"), "p95": ("p95", "95th percentile"),
+                     "p99": ("p99", "99th percentile"), "sum": ("sum", "total", "within"),
+                     "count": ("count", "number of")}
+SEVERITIES = ("low", "medium", "high", "critical")
+_SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1, "m": 60, "min": 60, "mins": 60,
+            "minute": 60, "minutes": 60, "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+            "d": 86400, "day": 86400, "days": 86400, "week": 604800, "weeks": 604800}
+_DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\s+)?quarter\s+of\s+an?)|{COUNT})"
+                       rf"(?(num)\s*|\s+)(?P<unit>{'|'.join(sorted(_SECONDS, key=len, reverse=True))})(?!\w)"
+                       r"(?P<and_half>\s+and\s+a\s+half)?", re.IGNORECASE)
+
+
+def _says(phrase: str, source: str) -> bool:
+    """Whether ``source`` holds ``phrase`` as whole words (any case and spacing; a leading article of the
+    phrase optional)."""
+    words = re.sub(r"^(?:the|a|an)\s+", "", phrase.strip(), flags=re.IGNORECASE).split()
+    return bool(words) and re.search(r"(?<![\w#-])" + r"\s+".join(map(re.escape, words)) + r"(?![\w-])",
+                                     source, re.IGNORECASE) is not None
 
 
 def _mentioned(name: str, source: str, *, channel: bool = False) -> bool:
@@ -41,6 +74,54 @@ def stated_names(names: Iterable[str], source: str, *, channel: bool = False) ->
     return tuple(n for n in names if _mentioned(n, source, channel=channel))
 
 
+def _name_words(name: str) -> list[str]:
+    """The words of a metric's name that can name it on their own: ``disk`` and ``free`` of ``disk.free``
+    (not ``http``, ``requests`` or parts under three letters)."""
+    return [w for w in re.split(r"[._]", name) if len(w) >= 3 and w not in _GENERIC]
+
+
+_GENERIC = frozenset({"http", "requests", "rate", "total", "count", "value", "used", "usage"})
+
+
+def _team_phrase(team: str, source: str) -> bool:
+    """Whether ``source`` names ``team`` as a team: "page (the) ops", "the ops team", "the ops on-call"."""
+    t = re.escape(team)
+    return re.search(rf"\bpaged?\s+(?:the\s+)?{t}(?![\w-])|(?<![\w#-]){t}\s+(?:team|on-call)\b", source,
+                     re.IGNORECASE) is not None
+
+
+def stated_metrics(catalog: AlertCatalog, source: str) -> tuple[str, ...]:
+    """The catalog's metrics that ``source`` names: by name, by a word of its name (``disk`` of
+    ``disk.free``, ``latency``), or by one of their ``aliases`` ("CPU load"); in catalog order."""
+    return tuple(name for name, info in catalog.metrics.items()
+                 if _mentioned(name, source) or any(_says(w, source) for w in _name_words(name))
+                 or any(_says(a, source) for a in info.aliases))
+
+
+def stated_aggregations(source: str) -> tuple[str, ...]:
+    """The aggregations ``source`` names (``AGGREGATION_WORDS``; the "min" of "10 min" is a duration)."""
+    source = _DURATION.sub(" ", source)
+    return tuple(agg for agg, words in AGGREGATION_WORDS.items() if any(_says(w, source) for w in words))
+
+
+def stated_durations(source: str) -> tuple[int, ...]:
+    """The durations ``source`` states, in seconds, in order, each once: ``5 min`` 300, ``an hour`` 3600,
+    ``half an hour`` 1800, ``a quarter of an hour`` 900, ``an hour and a half`` 5400, ``30s`` 30."""
+    out: dict[int, None] = {}
+    for m in _DURATION.finditer(source):
+        n = 0.5 if m["half"] else 0.25 if m["quarter"] else count_of(m)
+        n += 0.5 if m["and_half"] else 0
+        seconds = n * _SECONDS[m["unit"].lower()]
+        if seconds == int(seconds) and seconds > 0:
+            out[int(seconds)] = None
+    return tuple(out)
+
+
+def stated_severities(source: str) -> tuple[str, ...]:
+    """The severities ``source`` names as whole words."""
+    return tuple(s for s in SEVERITIES if _mentioned(s, source))
+
+
 def _narrowed(names: tuple[str, ...] | None, source: str, *, channel: bool = False) -> tuple[str, ...] | None:
     if names is None:
         return None
@@ -48,13 +129,48 @@ def _narrowed(names: tuple[str, ...] | None, source: str, *, channel: bool = Fal
     return stated or names
 
 
+def stated_values(values: Iterable[str], source: str) -> tuple[str, ...]:
+    """The label ``values`` that ``source`` names: as whole words (``stated_names``), or, for a value of at
+    least four letters, as the start of a word ("in production" names ``prod``)."""
+    return tuple(v for v in values if _mentioned(v, source) or (
+        len(v) >= 4 and v.isalpha() and re.search(rf"(?<![\w#-]){re.escape(v)}", source, re.IGNORECASE)))
+
+
+def _labels(labels, source: str):
+    """Each label key with the values ``source`` names; a key with known values of which it names none goes
+    (the rule tests no label the description does not mention); keys of any value stay."""
+    if labels is None:
+        return None
+    out = {}
+    for key, values in labels.items():
+        stated = None if values is None else stated_values(values, source)
+        if values is None or stated:
+            out[key] = stated
+    return out
+
+
 def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
-    """``catalog`` with its channels, teams and label values narrowed to those ``source`` states (a list the
-    source names nothing of stays whole, and so do metrics and limits) and its thresholds to the numbers it
-    states (``structgen.stated_numbers``), where they fall in a metric's range."""
-    labels = None if catalog.labels is None else {
-        key: _narrowed(values, source) for key, values in catalog.labels.items()}
+    """``catalog`` narrowed to what ``source`` states (see the module docstring): its metrics, channels,
+    teams, label values and severities to those it names (a list it names nothing of stays whole; a kind of
+    action it names nothing of, beside one it names, goes), its thresholds to the numbers it states where
+    they fall in a metric's range, written in the metric's unit, its aggregations, windows and hold times to
+    those it states (none when it states none)."""
+    labels = _labels(catalog.labels, source)
     stated = tuple(dict.fromkeys(Decimal(str(n)) for n in stated_numbers(source)))
-    return dataclasses.replace(catalog, labels=labels,
-                               channels=_narrowed(catalog.channels, source, channel=True),
-                               teams=_narrowed(catalog.teams, source), thresholds=stated or None)
+    metrics = stated_metrics(catalog, source)
+    channels = _narrowed(catalog.channels, source, channel=True)
+    teams = _narrowed(catalog.teams, source)
+    every_action = False
+    if channels is not None and teams is not None:
+        hashed = stated_names(catalog.channels, source)  # "#ops" itself
+        named_teams = stated_names(catalog.teams, source)
+        # no word may name a channel as well as a team: "ops" in "page ops" or "the ops team" is the team
+        bare = {c for c in stated_names(catalog.channels, source, channel=True) if c not in hashed
+                and not (c.lstrip("#") in named_teams and _team_phrase(c.lstrip("#"), source))}
+        if (hashed or named_teams) and not bare:
+            channels, teams, every_action = hashed, named_teams, True
+    return dataclasses.replace(
+        catalog, metrics={m: catalog.metrics[m] for m in metrics} if metrics else catalog.metrics,
+        labels=labels, channels=channels, teams=teams, thresholds=stated or None,
+        aggregations=stated_aggregations(source), durations=stated_durations(source),
+        severities=stated_severities(source) or None, units=True, every_action=every_action)

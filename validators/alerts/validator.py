@@ -16,7 +16,7 @@ from lark.exceptions import LarkError
 
 from ..base import Issue, Span
 from .catalog import _INF, AlertCatalog, _value_range
-from .rules import AlertRule, Comparison, Duration, Notify, _decimal_text, _parse
+from .rules import AlertRule, And, Comparison, Duration, LabelMatch, Not, Notify, Or, _decimal_text, _parse
 
 __all__ = ["AlertRulesValidator"]
 
@@ -80,6 +80,9 @@ class AlertRulesValidator:
 
         for c in rule.comparisons():
             self._comparison(c, issue)
+        for m in _contradictions(rule.condition):
+            issue(f"`{m.canonical()}` contradicts another test of {m.key!r} in the same `and`, so the rule can "
+                  "never fire; test the label once", m.span, "label")
         for m in rule.label_matches():
             if cat.labels is not None and m.key not in cat.labels:
                 issue(f"unknown label key {m.key!r}{_suggest(m.key, cat.labels)}", m.key_span, "label")
@@ -97,7 +100,11 @@ class AlertRulesValidator:
                 seen.add(value)
         if rule.hold is not None:
             h = rule.hold
-            if h.seconds == 0:
+            if cat.durations is not None and h.seconds not in cat.durations:
+                issue(f"the hold time {h} is no duration the description states; " +
+                      (f"drop `for {h}`" if not cat.hold_times() else f"use one of {', '.join(cat.hold_times())}"),
+                      h.span, "hold")
+            elif h.seconds == 0:
                 issue(f"the hold time `for {h}` is zero; drop `for {h}` or give a positive duration", h.span, "hold")
             elif h.seconds > cat.max_hold:
                 issue(f"the hold time {h} is longer than the limit of {_fmt_duration(cat.max_hold)}", h.span, "hold")
@@ -111,9 +118,18 @@ class AlertRulesValidator:
                                                   "is paged twice; page each team once")
             if known is not None and name not in known:
                 issue(f"unknown {what} {name!r}{_suggest(name, known)}", span, f"actions/{i}")
+            elif isinstance(a, Notify) and cat.severities is not None and a.severity not in cat.severities:
+                issue(f"severity {a.severity} is not the one the description states "
+                      f"({', '.join(cat.severities)})", a.span, f"actions/{i}")
             elif name in done[what]:
                 issue(f"{what} {name!r} {twice}", a.span, f"actions/{i}")
             done[what].add(name)
+        if cat.every_action and rule.actions:
+            missing = [c for c in cat.channels or () if c not in done["channel"]]
+            missing += [t for t in cat.teams or () if t not in done["team"]]
+            if missing:
+                issue(f"the description also names {', '.join(map(repr, missing))}; notify or page it too",
+                      rule.actions[-1].span, f"actions/{len(rule.actions) - 1}")
         return issues
 
     def _comparison(self, c: Comparison, issue) -> None:
@@ -131,8 +147,14 @@ class AlertRulesValidator:
             issue(f"unknown metric {m.name!r}{_suggest(m.name, cat.metrics)}", m.name_span, "metric")
             return
         what = m.canonical()
+        if m.aggregation is not None and not cat.allows_aggregation(m.aggregation):
+            issue(f"the description names no {m.aggregation} aggregation; compare {m.name} itself", m.span, "metric")
+        if m.window is not None and cat.durations is not None and m.window.seconds not in cat.durations:
+            issue(f"the window [{m.window}] is no duration the description states", m.window.span, "window")
         # the unit of the aggregated value, and the threshold in that unit
         unit, lo, hi = _value_range(info, m.aggregation)
+        if cat.units and unit is not None and t.unit is None:
+            issue(f"write the threshold of {what} with its unit: {t.canonical()}{unit}", t.span, "threshold")
         value = t.value
         if t.unit is not None and t.unit != unit:
             a, b = _SCALE.get(t.unit), _SCALE.get(unit) if unit else None
@@ -158,3 +180,25 @@ class AlertRulesValidator:
         elif always:
             issue(f"`{c.canonical()}` is always true: {what} stays within {rng}, so the alert would always fire",
                   c.span, "comparison")
+
+
+def _contradictions(cond) -> list[LabelMatch]:
+    """The label tests that no value can pass together with the earlier tests of their key in the same
+    ``and`` (``host == "web-1" and host not in ["web-1"]``), anywhere in ``cond``."""
+    out: list[LabelMatch] = []
+    if isinstance(cond, (And, Or)):
+        for c in cond.operands:
+            out += _contradictions(c)
+    elif isinstance(cond, Not):
+        out += _contradictions(cond.operand)
+    if isinstance(cond, And):
+        allowed: dict[str, set[str] | None] = {}
+        barred: dict[str, set[str]] = {}
+        for m in (c for c in cond.operands if isinstance(c, LabelMatch)):
+            if m.op in ("==", "in"):
+                allowed[m.key] = set(m.values) if allowed.get(m.key) is None else allowed[m.key] & set(m.values)
+            else:
+                barred.setdefault(m.key, set()).update(m.values)
+            if allowed.get(m.key) is not None and not allowed[m.key] - barred.get(m.key, set()):
+                out.append(m)
+    return out

@@ -1,9 +1,9 @@
 """Training data, family "alert": a plain-language alert request and the rule in the alert DSL.
 
 Owns the description templates (train and held-out), the English phrasing of the example catalog's
-metrics, labels, channels and teams (``examples/alerts/catalog.json``), and :func:`examples`. A template
-composes building blocks (a metric comparison, a label scope, a hold time, actions), each of which knows
-its words and its meaning as a node of the rule AST (``structgen.validators.alerts``). The target is the
+labels, channels and teams (``examples/alerts/catalog.json``; its metrics are called by the catalog's own
+``aliases``), and :func:`examples`. A template composes building blocks (a metric comparison, a label
+scope, a hold time, actions), each of which knows its words and its meaning as a node of the rule AST (``structgen.validators.alerts``). The target is the
 rule's canonical text (``AlertRule.canonical()``: sorted ``and``/``or`` operands, the hold after the
 condition, sorted actions), rendered from the AST without a parse: what the eval's "semantically equal"
 compares with, and what a model can write. Every target parses, passes ``AlertRulesValidator(catalog)``
@@ -57,30 +57,28 @@ class Part(NamedTuple):
 
 
 class Words(NamedTuple):
-    """How people talk about one catalog metric, and which way they alert on it."""
+    """How people alert on one catalog metric (what they call it: the catalog's ``aliases``)."""
 
     name: str
     unit: str  # the catalog's unit, "" when it has none
-    words: tuple[str, ...]
     thresholds: tuple[int, ...]
     op: str  # ">" (alert when too high) or "<" (too low)
     aggs: tuple[str, ...]
 
+    @property
+    def words(self) -> tuple[str, ...]:
+        """What people call the metric: its ``aliases`` in the example catalog."""
+        return catalog().metrics[self.name].aliases
+
 
 _METRICS = {
-    "cpu": Words("cpu.usage", "%", ("CPU", "CPU usage", "CPU load"), (70, 75, 80, 85, 90, 95), ">",
-                 ("avg", "max", "p95")),
-    "mem": Words("mem.used", "%", ("memory usage", "memory use", "RAM usage"), (80, 85, 90, 95), ">", ("avg", "max")),
-    "lat": Words("http.latency", "ms", ("latency", "request latency", "response time"),
-                 (200, 250, 300, 500, 800, 1000, 1500, 2000), ">", ("p99", "p95", "avg", "max")),
-    "err": Words("http.requests.5xx", "", ("the 5xx error rate", "the server error rate", "the rate of HTTP 5xx"),
-                 (5, 10, 20, 50, 100), ">", ("avg", "max")),
-    "queue": Words("queue.depth", "", ("queue depth", "queue backlog", "the number of waiting messages"),
-                   (1000, 5000, 10000, 20000, 50000), ">", ("avg", "max")),
-    "disk": Words("disk.free", "GB", ("free disk space", "free disk", "available disk space"), (5, 10, 20, 50), "<",
-                  ("avg", "min")),
-    "memfree": Words("mem.free", "MB", ("free memory", "available memory"), (100, 250, 500, 1000), "<",
-                     ("avg", "min")),
+    "cpu": Words("cpu.usage", "%", (70, 75, 80, 85, 90, 95), ">", ("avg", "max", "p95")),
+    "mem": Words("mem.used", "%", (80, 85, 90, 95), ">", ("avg", "max")),
+    "lat": Words("http.latency", "ms", (200, 250, 300, 500, 800, 1000, 1500, 2000), ">", ("p99", "p95", "avg", "max")),
+    "err": Words("http.requests.5xx", "", (5, 10, 20, 50, 100), ">", ("avg", "max")),
+    "queue": Words("queue.depth", "", (1000, 5000, 10000, 20000, 50000), ">", ("avg", "max")),
+    "disk": Words("disk.free", "GB", (5, 10, 20, 50), "<", ("avg", "min")),
+    "memfree": Words("mem.free", "MB", (100, 250, 500, 1000), "<", ("avg", "min")),
 }
 _HIGH = ("cpu", "mem", "lat", "err", "queue")
 _LOW = ("disk", "memfree")
