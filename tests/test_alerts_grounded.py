@@ -38,7 +38,7 @@ def test_ground_catalog_narrows_what_the_description_names(alerts_catalog):
     g = ground_catalog(alerts_catalog, DESCRIPTION)
     assert g.labels == {"host": ("web-3",)}  # env and region: no value named, so not tested
     assert g.channels == ("#ops",) and g.teams == () and g.every_action  # notify #ops, page nobody
-    assert list(g.metrics) == ["mem.free", "disk.free"]  # "disk", "free"
+    assert list(g.metrics) == ["disk.free"]  # "disk", "free", and "5 GB" (free memory is in MB)
     assert g.aggregations == () and g.durations == () and g.severities == ("low",) and g.units
     assert g.max_hold == alerts_catalog.max_hold
     # nothing named: every list stays whole, no action is required
@@ -99,6 +99,35 @@ def test_grounded_rules_write_only_what_is_stated(spec, vocab):
     assert c.accepts(vocab.encode('when queue.depth > 100 then page "dba", notify "#db" severity low') + [vocab.eos_id])
     assert not c.accepts(vocab.encode('when queue.depth > 100 then page "dba"') + [vocab.eos_id])
     assert run_validators(validators_for(g), 'when queue.depth > 100 then page "dba"')
+
+
+def test_negation_units_and_hold_times_follow_the_description(spec, alerts_catalog, vocab):
+    from structgen.constraints import compile as compile_spec
+    from structgen.validators.alerts.grounded import stated_holds, stated_units
+
+    story = "Our web-3 box keeps running out of disk. Let #ops know (low) once less than 50 GB is free."
+    g = ground_catalog(alerts_catalog, story)
+    assert not g.negation and list(g.metrics) == ["disk.free"]  # "50 GB": not free memory, in MB
+    assert stated_units("over 90 percent or 800 milliseconds, 5 GB") == ("%", "ms", "GB")
+    assert stated_holds("over the last 10 minutes for 5 min, for at least an hour") == (300, 3600)
+    c = compile_spec(spec.grounded(story), vocab)
+    assert c.accepts(vocab.encode('when disk.free < 50GB and host == "web-3" then notify "#ops" severity low')
+                     + [vocab.eos_id])
+    for bad in ('when disk.free < 50GB and host != "web-3" then notify "#ops" severity low',
+                'when disk.free < 50GB and host not in ["web-3"] then notify "#ops" severity low',
+                'when not disk.free < 50GB then notify "#ops" severity low',
+                'when mem.free < 50MB and host == "web-3" then notify "#ops" severity low'):
+        assert not c.accepts(vocab.encode(bad) + [vocab.eos_id]), bad
+        assert run_validators(validators_for(spec.grounded(story)), bad), bad
+    unless = "Page ops when CPU is above 90%, unless the host is web-1"
+    assert ground_catalog(alerts_catalog, unless).negation
+    # "for 5 minutes": the rule holds for 5m, and must say so
+    held = "Page ops when CPU is above 90% for 5 minutes"
+    g = spec.grounded(held)
+    c = compile_spec(g, vocab)
+    assert c.accepts(vocab.encode('when cpu.usage > 90% for 5m then page "ops"') + [vocab.eos_id])
+    assert not c.accepts(vocab.encode('when cpu.usage > 90% then page "ops"') + [vocab.eos_id])
+    assert run_validators(validators_for(g), 'when cpu.usage > 90% then page "ops"')
 
 
 def test_contradicting_label_tests_are_reported(alerts_catalog):

@@ -50,7 +50,9 @@ class AlertCatalog:
     aggregation window and ``for`` hold time. Not in the JSON form, what grounding sets
     (``validators.alerts.grounded``; ``None``: no narrowing): ``thresholds``, the values a threshold may take
     where they fall in a metric's range; ``aggregations``, the aggregations a rule may use; ``durations``,
-    the windows and hold times it may write (seconds; empty: none); ``severities``; ``units``: a
+    the windows and hold times it may write (seconds; empty: none); ``severities``; ``holds``, hold
+    times one of which the rule must hold for (seconds); ``negation``: whether a rule may negate (``not``,
+    ``!=``, ``not in``); ``units``: a
     threshold writes its metric's unit; ``every_action``: the actions notify every channel and page every
     team listed. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
 
@@ -70,6 +72,8 @@ class AlertCatalog:
     aggregations: tuple[str, ...] | None = None
     durations: tuple[int, ...] | None = None
     severities: tuple[str, ...] | None = None
+    holds: tuple[int, ...] | None = None
+    negation: bool = True
     units: bool = False
     every_action: bool = False
 
@@ -123,9 +127,10 @@ class AlertCatalog:
         return {k: v for k, v in out.items() if v}
 
     def hold_times(self) -> list[str]:
-        """The ``for`` hold times a rule may write (:func:`tidy_durations`, only ``durations`` when set)."""
-        return [d for d in tidy_durations(self.max_hold) if self.durations is None
-                or Duration.parse(d).seconds in self.durations]
+        """The ``for`` hold times a rule may write (:func:`tidy_durations`, only ``holds`` or else
+        ``durations`` when set)."""
+        allowed = self.holds if self.holds is not None else self.durations
+        return [d for d in tidy_durations(self.max_hold) if allowed is None or Duration.parse(d).seconds in allowed]
 
     def windows(self) -> list[str]:
         """The aggregation windows a rule may write, as :meth:`hold_times`."""
@@ -171,8 +176,14 @@ class AlertCatalog:
         head = ["%override comparison: " + "\n    | ".join(comparisons)]
         if not self.hold_times():
             head.append('%override rule: "when " condition " then " actions')
+        elif self.holds is not None:  # a hold time is required
+            head.append('%override rule: "when " condition hold " then " actions\n'
+                        '    | "when " comparison hold rest " then " actions  -> rule_held_first')
+        if not self.negation:
+            head.append("%override ?not_cond: atom")
+        eq = "EQ" if self.negation else '"=="'
         if self.labels is not None and not self.labels:
-            head.append('%override atom: "(" condition ")" | comparison')
+            head.append('%override ?atom: "(" condition ")" | comparison')
         elif self.labels is not None:
             matches, free = [], [k for k, vs in self.labels.items() if vs is None]
             for i, (key, vs) in enumerate((k, vs) for k, vs in self.labels.items() if vs is not None):
@@ -184,12 +195,13 @@ class AlertCatalog:
                     items = f'"[" {_distinct_lists(lines, f"narrow_list_{i}", vs)} "]"'
                 else:
                     items = f'"[" {v} (", " {v})* "]"'
-                matches += [f'{k} " " EQ " " {v}', f'{k} " " "in" " " {items}', f'{k} " " "not" " " "in" " " {items}']
+                matches += [f'{k} " " {eq} " " {v}', f'{k} " " "in" " " {items}']
+                matches += [f'{k} " " "not" " " "in" " " {items}'] if self.negation else []
             if free:
                 lines.append(f"NARROW_FREE_LABEL: {_alternatives(free)}")
                 items = '"[" value (", " value)* "]"'
-                matches += ['NARROW_FREE_LABEL " " EQ " " value', f'NARROW_FREE_LABEL " " "in" " " {items}',
-                            f'NARROW_FREE_LABEL " " "not" " " "in" " " {items}']
+                matches += [f'NARROW_FREE_LABEL " " {eq} " " value', f'NARROW_FREE_LABEL " " "in" " " {items}']
+                matches += [f'NARROW_FREE_LABEL " " "not" " " "in" " " {items}'] if self.negation else []
             head.append("%override label_match: " + "\n    | ".join(matches))
         if self.channels is not None and self.teams is not None and \
                 len(self.channels) + len(self.teams) <= DISTINCT_MAX:

@@ -22,8 +22,13 @@ description)``'s spec: the catalog cut down to what the description says, writte
   "more than 50 errors within 10 min" is a sum over the window); none when it names none, so "CPU above 90%"
   is ``cpu.usage > 90%``.
 * **Windows and hold times** (``stated_durations``): the durations the description states ("5 min", "half
-  an hour", "60 minutes" is ``1h``); none when it states none.
+  an hour", "60 minutes" is ``1h``); none when it states none. A duration right after "for" is a hold
+  time (``stated_holds``): the rule then holds for one of those ("for 5 minutes" is ``for 5m``).
 * **Severities**: those the description names as words; all when it names none.
+* **Negation**: a rule tests ``!=``, ``not in`` or ``not`` only when the description has a negating word
+  ("unless", "except", "other than", "outside", "not", ...). "Our web-3 box" is ``host == "web-3"``.
+* **Units**: where the description writes a unit after a number ("50 GB"), a metric measured in another
+  unit is not among the stated ones ("out of disk ... 50 GB free" is ``disk.free``, not ``mem.free``).
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ from structgen.stated_numbers import COUNT, count_of, stated_numbers
 
 from .catalog import AlertCatalog
 
-__all__ = ["stated_names", "stated_values", "stated_metrics", "stated_aggregations", "stated_durations", "stated_severities",
-           "ground_catalog"]
+__all__ = ["stated_names", "stated_values", "stated_metrics", "stated_aggregations", "stated_durations",
+           "stated_holds", "stated_severities", "stated_units", "ground_catalog"]
 
 #: the words that name each aggregation of the rule language
 AGGREGATION_WORDS = {"avg": ("avg", "average", "mean"), "min": ("min", "minimum", "lowest"),
@@ -104,17 +109,46 @@ def stated_aggregations(source: str) -> tuple[str, ...]:
     return tuple(agg for agg, words in AGGREGATION_WORDS.items() if any(_says(w, source) for w in words))
 
 
-def stated_durations(source: str) -> tuple[int, ...]:
-    """The durations ``source`` states, in seconds, in order, each once: ``5 min`` 300, ``an hour`` 3600,
-    ``half an hour`` 1800, ``a quarter of an hour`` 900, ``an hour and a half`` 5400, ``30s`` 30."""
+def _durations(source: str, holds: bool) -> tuple[int, ...]:
     out: dict[int, None] = {}
     for m in _DURATION.finditer(source):
+        if holds and not _FOR.search(source, 0, m.start()):
+            continue
         n = 0.5 if m["half"] else 0.25 if m["quarter"] else count_of(m)
         n += 0.5 if m["and_half"] else 0
         seconds = n * _SECONDS[m["unit"].lower()]
         if seconds == int(seconds) and seconds > 0:
             out[int(seconds)] = None
     return tuple(out)
+
+
+_FOR = re.compile(r"\bfor\s+(?:the\s+(?:next|last)\s+|at\s+least\s+)?$", re.IGNORECASE)
+
+
+def stated_durations(source: str) -> tuple[int, ...]:
+    """The durations ``source`` states, in seconds, in order, each once: ``5 min`` 300, ``an hour`` 3600,
+    ``half an hour`` 1800, ``a quarter of an hour`` 900, ``an hour and a half`` 5400, ``30s`` 30."""
+    return _durations(source, holds=False)
+
+
+def stated_holds(source: str) -> tuple[int, ...]:
+    """The durations ``source`` states as how long the condition must hold: right after "for" ("for 5
+    minutes", "for at least an hour"); "over the last 10 minutes" is a window."""
+    return _durations(source, holds=True)
+
+
+#: words that negate: a rule may test ``!=``, ``not in`` or ``not`` only when its description has one
+NEGATIONS = re.compile(r"\b(?:not|unless|except|excluding|other\s+than|outside|but|never|no|without|"
+                       r"isn't|aren't|doesn't|don't)\b", re.IGNORECASE)
+#: how a description writes the units of a threshold, by the rule language's unit
+_UNIT_WORDS = {"%": r"%|percent|per\s*cent", "ms": r"ms|milliseconds?", "s": r"s|secs?|seconds?",
+               "KB": r"kb|kilobytes?", "MB": r"mb|megabytes?", "GB": r"gb|gigabytes?"}
+
+
+def stated_units(source: str) -> tuple[str, ...]:
+    """The threshold units ``source`` writes after a number ("50 GB", "90%", "800 milliseconds")."""
+    return tuple(u for u, words in _UNIT_WORDS.items()
+                 if re.search(rf"\d\s*(?:{words})(?![\w%])", source, re.IGNORECASE))
 
 
 def stated_severities(source: str) -> tuple[str, ...]:
@@ -158,6 +192,10 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
     labels = _labels(catalog.labels, source)
     stated = tuple(dict.fromkeys(Decimal(str(n)) for n in stated_numbers(source)))
     metrics = stated_metrics(catalog, source)
+    units = stated_units(source)
+    # "less than 50 GB is free": not free memory, which is in MB
+    fitting = tuple(m for m in metrics if catalog.metrics[m].unit in (None, *units))
+    metrics = fitting if units and fitting else metrics
     channels = _narrowed(catalog.channels, source, channel=True)
     teams = _narrowed(catalog.teams, source)
     every_action = False
@@ -173,4 +211,5 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
         catalog, metrics={m: catalog.metrics[m] for m in metrics} if metrics else catalog.metrics,
         labels=labels, channels=channels, teams=teams, thresholds=stated or None,
         aggregations=stated_aggregations(source), durations=stated_durations(source),
+        holds=stated_holds(source) or None, negation=NEGATIONS.search(source) is not None,
         severities=stated_severities(source) or None, units=True, every_action=every_action)

@@ -80,6 +80,10 @@ class AlertRulesValidator:
 
         for c in rule.comparisons():
             self._comparison(c, issue)
+        if not cat.negation:
+            for c in _negations(rule.condition):
+                issue("the description negates nothing; test what it names without `not`, `!=` or `not in`",
+                      c.span, "condition")
         for m in _contradictions(rule.condition):
             issue(f"`{m.canonical()}` contradicts another test of {m.key!r} in the same `and`, so the rule can "
                   "never fire; test the label once", m.span, "label")
@@ -98,9 +102,13 @@ class AlertRulesValidator:
                     issue(f"{value!r} is listed twice for label {m.key!r}; list each value once", span,
                           f"label/{m.key}")
                 seen.add(value)
+        if rule.hold is None and cat.holds is not None:
+            issue(f"the description says how long the condition must hold; add `for "
+                  f"{' or '.join(cat.hold_times()) or '...'}`", None, "hold")
         if rule.hold is not None:
             h = rule.hold
-            if cat.durations is not None and h.seconds not in cat.durations:
+            allowed = cat.holds if cat.holds is not None else cat.durations
+            if allowed is not None and h.seconds not in allowed:
                 issue(f"the hold time {h} is no duration the description states; " +
                       (f"drop `for {h}`" if not cat.hold_times() else f"use one of {', '.join(cat.hold_times())}"),
                       h.span, "hold")
@@ -202,3 +210,12 @@ def _contradictions(cond) -> list[LabelMatch]:
             if allowed.get(m.key) is not None and not allowed[m.key] - barred.get(m.key, set()):
                 out.append(m)
     return out
+
+
+def _negations(cond) -> list:
+    """The negated tests of ``cond``: ``not ...``, ``!=`` and ``not in`` label matches."""
+    if isinstance(cond, Not):
+        return [cond]
+    if isinstance(cond, (And, Or)):
+        return [n for c in cond.operands for n in _negations(c)]
+    return [cond] if isinstance(cond, LabelMatch) and cond.op in ("!=", "not in") else []
