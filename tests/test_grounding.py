@@ -97,6 +97,17 @@ def test_a_quoted_part_is_whole_words():
         assert not is_quoted(bad, text), bad
 
 
+
+def test_what_the_request_puts_in_double_quotes_is_quoted_whole():
+    text = 'Let ana@x.org know "The report is attached." - and put “Flight change” in the subject line'
+    for ok in ["The report is attached.", "Flight change", "Let ana@x.org know", "subject line"]:
+        assert is_quoted(ok, text), ok
+    for bad in ["The report", "report is attached.", "Flight", "change", "attached"]:
+        assert not is_quoted(bad, text), bad
+    qa = QuoteAutomaton.for_text(text)
+    walked = qa.walk([escaped(v)[0] for v in ("Flight change", "Flight")])
+    assert qa.final[walked[0, 0]] and not (walked[0, 1] >= 0 and qa.final[walked[0, 1]])
+
 # ------------------------------------------------------------------------------------------ the schema
 def test_free_text_strings_are_marked_and_converted_values_are_not():
     schema = {"type": "object", "properties": {

@@ -8,8 +8,9 @@ after whitespace or after punctuation that is not a ``JOINERS`` character: ``/tm
 never at ``tmp``; ``#A-82128`` at ``A``) and **end at a word's end** (after a character that is not
 whitespace nor a comma, semicolon or opening bracket, where a letter or digit is not followed by another,
 and not inside a joined word: ``2025-`` of ``2025-10-01``, ``7`` of ``7.5`` and ``117`` of ``117,000`` are no
-parts). ``chair`` out of ``chairs`` is therefore not a quote: a singular is a conversion. A part is never
-empty: ``""`` says nothing the request says. ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
+parts). ``chair`` out of ``chairs`` is therefore not a quote: a singular is a conversion. What the text
+puts in double quotes is one part: a part neither starts nor ends inside it (``quoted_interiors``). A part
+is never empty: ``""`` says nothing the request says. ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
 over the text as a JSON string body writes it (escaped, UTF-8), for ``grounded_dfa``'s product:
 
 * the trie of the escaped suffixes that start at a word, minimised by merging nodes with the same
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 
 import numpy as np
 
@@ -35,7 +37,20 @@ MAX_TRIE = 200_000  # trie nodes (bytes from every word start): past this, the s
 @functools.lru_cache(maxsize=256)
 def word_starts(text: str) -> tuple[int, ...]:
     """The indices where a quoted part of ``text`` may start (module doc)."""
-    return tuple(k for k, c in enumerate(text) if not c.isspace() and (k == 0 or _opens(text[k - 1])))
+    inside = quoted_interiors(text)
+    return tuple(k for k, c in enumerate(text)
+                 if not c.isspace() and (k == 0 or _opens(text[k - 1])) and k not in inside)
+
+
+_QUOTED = re.compile(r'"[^"\n]+"|\u201c[^\u201d\n]+\u201d')
+
+
+@functools.lru_cache(maxsize=256)
+def quoted_interiors(text: str) -> frozenset[int]:
+    """The indices strictly inside a double-quoted span of ``text`` (its second character to its closing
+    quote): a part neither starts nor ends there, so what ``text`` quotes is quoted whole (a subject is the
+    whole ``"Schedule for the Zürich trip"``, not ``"Schedule"``)."""
+    return frozenset(k for m in _QUOTED.finditer(text) for k in range(m.start() + 2, m.end() - 1))
 
 
 def _opens(prev: str) -> bool:
@@ -50,7 +65,7 @@ def _ends(text: str, j: int) -> bool:
     before a joiner, or a comma between digits, that joins it to more (``7`` of ``7.5``, ``ana`` of
     ``ana.okafor@...``, ``117`` of ``117,000``)."""
     prev = text[j - 1]
-    if prev.isspace() or prev in OPEN_ENDS:
+    if prev.isspace() or prev in OPEN_ENDS or j in quoted_interiors(text):
         return False
     if j == len(text):
         return True
