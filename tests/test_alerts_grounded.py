@@ -102,6 +102,8 @@ def test_grounded_rules_write_only_what_is_stated(spec, vocab):
 
 
 def test_negation_units_and_hold_times_follow_the_description(spec, alerts_catalog, vocab):
+    from decimal import Decimal
+
     from structgen.constraints import compile as compile_spec
     from structgen.validators.alerts.grounded import stated_holds, stated_units
 
@@ -119,6 +121,7 @@ def test_negation_units_and_hold_times_follow_the_description(spec, alerts_catal
                 'when mem.free < 50MB and host == "web-3" then notify "#ops" severity low'):
         assert not c.accepts(vocab.encode(bad) + [vocab.eos_id]), bad
         assert run_validators(validators_for(spec.grounded(story)), bad), bad
+    assert ground_catalog(alerts_catalog, "CPU above 90% for 2 minutes").thresholds == (Decimal(90),)  # not 2
     unless = "Page ops when CPU is above 90%, unless the host is web-1"
     assert ground_catalog(alerts_catalog, unless).negation
     # "for 5 minutes": the rule holds for 5m, and must say so

@@ -16,8 +16,8 @@ description)``'s spec: the catalog cut down to what the description says, writte
   (``disk``, ``latency``) or one of their catalog ``aliases`` ("CPU load", "response time"); all when it
   names none.
 * **Thresholds**: the numbers the description states (``structgen.stated_numbers``: "over 85 percent" 85,
-  "5 GB" 5, "a thousand" 1000) that fall in their metric's range, or any in range when none does; always
-  written with the metric's unit (``90%``, not ``90``).
+  "5 GB" 5, "a thousand" 1000; not the count of a duration, "for 2 minutes") that fall in their metric's
+  range, or any in range when none does; always written with the metric's unit (``90%``, not ``90``).
 * **Aggregations** (``stated_aggregations``): those the description names ("the average", "p95", "peak";
   "more than 50 errors within 10 min" is a sum over the window); none when it names none, so "CPU above 90%"
   is ``cpu.usage > 90%``.
@@ -190,7 +190,8 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
     they fall in a metric's range, written in the metric's unit, its aggregations, windows and hold times to
     those it states (none when it states none)."""
     labels = _labels(catalog.labels, source)
-    stated = tuple(dict.fromkeys(Decimal(str(n)) for n in stated_numbers(source)))
+    # the counts of durations ("for 2 minutes", "over 30 seconds") are no thresholds
+    stated = tuple(dict.fromkeys(Decimal(str(n)) for n in stated_numbers(_DURATION.sub(" ", source))))
     metrics = stated_metrics(catalog, source)
     units = stated_units(source)
     # "less than 50 GB is free": not free memory, which is in MB
