@@ -133,6 +133,21 @@ def test_negation_units_and_hold_times_follow_the_description(spec, alerts_catal
     assert run_validators(validators_for(g), 'when cpu.usage > 90% then page "ops"')
 
 
+def test_a_list_of_a_key_holds_every_value_the_description_names(spec, vocab):
+    from structgen.constraints import compile as compile_spec
+
+    text = "Page ops when CPU is above 90% on web-1, web-2 or web-3"
+    g = spec.grounded(text)
+    c = compile_spec(g, vocab)
+    ok = 'when cpu.usage > 90% and host in ["web-3", "web-1", "web-2"] then page "ops"'
+    assert c.accepts(vocab.encode(ok) + [vocab.eos_id]) and run_validators(validators_for(g), ok) == []
+    short = 'when cpu.usage > 90% and host in ["web-1", "web-3"] then page "ops"'
+    assert not c.accepts(vocab.encode(short) + [vocab.eos_id])
+    assert any("leaves out web-2" in i.message for i in run_validators(validators_for(g), short))
+    split = 'when cpu.usage > 90% and (host == "web-1" or host == "web-3") then page "ops"'  # a subset: == tests
+    assert c.accepts(vocab.encode(split) + [vocab.eos_id])
+
+
 def test_contradicting_label_tests_are_reported(alerts_catalog):
     v = AlertRulesValidator(alerts_catalog)
     bad = 'when host not in ["web-1"] and disk.free < 5GB and host == "web-1" then page "ops"'

@@ -52,7 +52,7 @@ class AlertCatalog:
     where they fall in a metric's range; ``aggregations``, the aggregations a rule may use; ``durations``,
     the windows and hold times it may write (seconds; empty: none); ``severities``; ``holds``, hold
     times one of which the rule must hold for (seconds); ``negation``: whether a rule may negate (``not``,
-    ``!=``, ``not in``); ``units``: a
+    ``!=``, ``not in``); ``whole_lists``: a list of label values holds every value its key lists; ``units``: a
     threshold writes its metric's unit; ``every_action``: the actions notify every channel and page every
     team listed. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
 
@@ -74,6 +74,7 @@ class AlertCatalog:
     severities: tuple[str, ...] | None = None
     holds: tuple[int, ...] | None = None
     negation: bool = True
+    whole_lists: bool = False
     units: bool = False
     every_action: bool = False
 
@@ -192,7 +193,7 @@ class AlertCatalog:
                 lines.append(f"NARROW_VALUE_{i}: {_alternatives(vs)}")
                 lines.append(f"{k}: {_alternatives([key])}")
                 if len(vs) <= DISTINCT_MAX:  # each value at most once, by construction
-                    items = f'"[" {_distinct_lists(lines, f"narrow_list_{i}", vs)} "]"'
+                    items = f'"[" {_distinct_lists(lines, f"narrow_list_{i}", vs, self.whole_lists)} "]"'
                 else:
                     items = f'"[" {v} (", " {v})* "]"'
                 matches += [f'{k} " " {eq} " " {v}', f'{k} " " "in" " " {items}']
@@ -244,9 +245,9 @@ def _subset_rules(lines: list[str], prefix: str, options: list[str], every: bool
     return f"{prefix}_0"
 
 
-def _distinct_lists(lines: list[str], prefix: str, values) -> str:
-    """A list body of distinct ``values`` (in any order); the name of its rule."""
-    return _subset_rules(lines, prefix, [json.dumps(f'"{v}"') for v in dict.fromkeys(values)])
+def _distinct_lists(lines: list[str], prefix: str, values, every: bool = False) -> str:
+    """A list body of distinct ``values`` (in any order; with ``every``, all of them); the name of its rule."""
+    return _subset_rules(lines, prefix, [json.dumps(f'"{v}"') for v in dict.fromkeys(values)], every)
 
 
 def _distinct_actions(lines: list[str], channels, teams, every: bool = False) -> str:

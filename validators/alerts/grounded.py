@@ -10,8 +10,10 @@ description)``'s spec: the catalog cut down to what the description says, writte
   channel"); a label value of four letters or more also as the start of a word ("production" names
   ``prod``, ``stated_values``). The actions are the channels and teams it names, each once: "let #ops know"
   pages no team, "page dba and tell #db" does both ("page ops" and "the ops team" name a team, not the
-  channel ``#ops``); when it names none, or a word that may name either ("tell ops"), any of the named ones. A label key of which it names
-  no value is not tested.
+  channel ``#ops``); when it names none, or a word that may name either ("tell ops"), any of the named
+  ones. A label key of which it names no value is not tested, and a list of a key's values (``in``, ``not
+  in``) holds every value the description names of it ("on web-1, web-2 or web-3": all three; one of them
+  alone is ``==``, and a subset ``==`` tests joined by ``or``).
 * **Metrics** (``stated_metrics``): those the description calls by their name, a word of their name
   (``disk``, ``latency``) or one of their catalog ``aliases`` ("CPU load", "response time"); all when it
   names none.
@@ -213,4 +215,5 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
         labels=labels, channels=channels, teams=teams, thresholds=stated or None,
         aggregations=stated_aggregations(source), durations=stated_durations(source),
         holds=stated_holds(source) or None, negation=NEGATIONS.search(source) is not None,
+        whole_lists=True,
         severities=stated_severities(source) or None, units=True, every_action=every_action)

@@ -93,6 +93,10 @@ class AlertRulesValidator:
                 known_values = None
             else:
                 known_values = cat.labels.get(m.key) if cat.labels is not None else None
+            if cat.whole_lists and known_values is not None and m.op in ("in", "not in") and \
+                    set(known_values) - set(m.values):
+                issue(f"the list of {m.key!r} leaves out {', '.join(sorted(set(known_values) - set(m.values)))}, "
+                      "which the description names too; list every one", m.span, f"label/{m.key}")
             seen: set[str] = set()
             for value, span in zip(m.values, m.value_spans or (None,) * len(m.values)):
                 if known_values is not None and value not in known_values:
