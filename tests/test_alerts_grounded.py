@@ -148,6 +148,23 @@ def test_a_list_of_a_key_holds_every_value_the_description_names(spec, vocab):
     assert c.accepts(vocab.encode(split) + [vocab.eos_id])
 
 
+def test_a_rule_compares_the_metric_the_description_names(spec, vocab):
+    from structgen.constraints import compile as compile_spec
+
+    g = spec.grounded("Page ops when the latency is over 800 ms on web-1 or web-2 for 5 minutes")
+    c = compile_spec(g, vocab)
+    labels_only = 'when host in ["web-1", "web-2"] for 5m then page "ops"'
+    assert not c.accepts(vocab.encode(labels_only) + [vocab.eos_id])
+    assert any("compare it" in i.message for i in run_validators(validators_for(g), labels_only))
+    for ok in ('when host in ["web-1", "web-2"] and http.latency > 800ms for 5m then page "ops"',
+               'when http.latency > 800ms for 5m and host in ["web-1", "web-2"] then page "ops"',
+               'when (host == "web-1" or http.latency > 800ms) for 5m then page "ops"'):
+        assert c.accepts(vocab.encode(ok) + [vocab.eos_id]), ok
+    # no metric named: labels alone may do
+    g = spec.grounded("page ops about web-1")
+    assert compile_spec(g, vocab).accepts(vocab.encode('when host == "web-1" then page "ops"') + [vocab.eos_id])
+
+
 def test_contradicting_label_tests_are_reported(alerts_catalog):
     v = AlertRulesValidator(alerts_catalog)
     bad = 'when host not in ["web-1"] and disk.free < 5GB and host == "web-1" then page "ops"'

@@ -52,7 +52,8 @@ class AlertCatalog:
     where they fall in a metric's range; ``aggregations``, the aggregations a rule may use; ``durations``,
     the windows and hold times it may write (seconds; empty: none); ``severities``; ``holds``, hold
     times one of which the rule must hold for (seconds); ``negation``: whether a rule may negate (``not``,
-    ``!=``, ``not in``); ``whole_lists``: a list of label values holds every value its key lists; ``units``: a
+    ``!=``, ``not in``); ``whole_lists``: a list of label values holds every value its key lists; ``comparison_required``: a
+    rule compares a metric; ``units``: a
     threshold writes its metric's unit; ``every_action``: the actions notify every channel and page every
     team listed. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
 
@@ -75,6 +76,7 @@ class AlertCatalog:
     holds: tuple[int, ...] | None = None
     negation: bool = True
     whole_lists: bool = False
+    comparison_required: bool = False
     units: bool = False
     every_action: bool = False
 
@@ -141,6 +143,27 @@ class AlertCatalog:
     def allows_aggregation(self, name: str) -> bool:
         return self.aggregations is None or name in self.aggregations
 
+    def _rule_rules(self, lines: list[str]) -> list[str]:
+        """The ``%override rule`` for a hold time that is ruled out or required and a condition that must
+        compare a metric (``comparison_required``: a comparison somewhere in it, through rules ``cond_c``,
+        ``and_c`` and ``not_c`` that ``lines`` gets); none when neither applies."""
+        cond = "cond_c" if self.comparison_required else "condition"
+        if not self.hold_times():
+            rule = f'"when " {cond} " then " actions'
+        elif self.holds is None and not self.comparison_required:
+            return []
+        else:  # a hold time required, or allowed
+            hold = "hold" if self.holds is not None else "hold?"
+            rule = f'"when " {cond} {hold} " then " actions\n    | "when " comparison hold rest " then " actions' \
+                   "  -> rule_held_first"
+        if self.comparison_required:
+            for name, part, op in (("cond_c", "and_c", "or"), ("and_c", "not_c", "and")):
+                other = {"and_c": "and_cond", "not_c": "not_cond"}[part]
+                more = f'(" {op} " {other})*'
+                lines.append(f'{name}: {part} {more} | {other} {more} " {op} " {part} {more}')
+            lines.append('not_c: ' + ('"not" " " not_c | ' if self.negation else "") + '"(" cond_c ")" | comparison')
+        return [f"%override rule: {rule}"]
+
     def grammar_rules(self) -> str:
         """Lark rules that narrow what ``choices()`` cannot, because it depends on context: thresholds
         within each metric's range and in its unit (per aggregation: a ``sum`` keeps only the sign of the
@@ -175,11 +198,7 @@ class AlertCatalog:
                              else tuple(v for v in self.thresholds if v == v.to_integral()))
             comparisons.append(f'"count" "(" METRIC{window} ")" " " CMP " " {thr}')
         head = ["%override comparison: " + "\n    | ".join(comparisons)]
-        if not self.hold_times():
-            head.append('%override rule: "when " condition " then " actions')
-        elif self.holds is not None:  # a hold time is required
-            head.append('%override rule: "when " condition hold " then " actions\n'
-                        '    | "when " comparison hold rest " then " actions  -> rule_held_first')
+        head += self._rule_rules(lines)
         if not self.negation:
             head.append("%override ?not_cond: atom")
         eq = "EQ" if self.negation else '"=="'

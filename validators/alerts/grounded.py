@@ -16,7 +16,7 @@ description)``'s spec: the catalog cut down to what the description says, writte
   alone is ``==``, and a subset ``==`` tests joined by ``or``).
 * **Metrics** (``stated_metrics``): those the description calls by their name, a word of their name
   (``disk``, ``latency``) or one of their catalog ``aliases`` ("CPU load", "response time"); all when it
-  names none.
+  names none. When it names one, the rule compares a metric (not labels alone).
 * **Thresholds**: the numbers the description states (``structgen.stated_numbers``: "over 85 percent" 85,
   "5 GB" 5, "a thousand" 1000; not the count of a duration, "for 2 minutes") that fall in their metric's
   range, or any in range when none does; always written with the metric's unit (``90%``, not ``90``).
@@ -215,5 +215,5 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
         labels=labels, channels=channels, teams=teams, thresholds=stated or None,
         aggregations=stated_aggregations(source), durations=stated_durations(source),
         holds=stated_holds(source) or None, negation=NEGATIONS.search(source) is not None,
-        whole_lists=True,
+        whole_lists=True, comparison_required=bool(metrics),
         severities=stated_severities(source) or None, units=True, every_action=every_action)

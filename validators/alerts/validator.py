@@ -80,6 +80,8 @@ class AlertRulesValidator:
 
         for c in rule.comparisons():
             self._comparison(c, issue)
+        if cat.comparison_required and not rule.comparisons():
+            issue(f"the description names {', '.join(cat.metrics)}; compare it with a threshold", None, "condition")
         if not cat.negation:
             for c in _negations(rule.condition):
                 issue("the description negates nothing; test what it names without `not`, `!=` or `not in`",
