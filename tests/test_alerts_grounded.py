@@ -53,6 +53,8 @@ def test_actions_are_the_named_channels_and_teams(alerts_catalog):
     for text in ("page ops when cpu is high", "page the ops on-call", "the ops team should be paged"):
         g = ground_catalog(alerts_catalog, text)  # "ops" names the team here, not the channel #ops
         assert (g.channels, g.teams, g.every_action) == ((), ("ops",), True), text
+    g = ground_catalog(alerts_catalog, "set up an alert that alerts #ops (low)")  # "alerts" is a verb here
+    assert (g.channels, g.teams, g.every_action) == (("#ops",), (), True)
     g = ground_catalog(alerts_catalog, "tell ops about it")  # the team or the channel: either, not both
     assert (g.channels, g.teams, g.every_action) == (("#ops",), ("ops",), False)
 
@@ -160,6 +162,13 @@ def test_a_rule_compares_the_metric_the_description_names(spec, vocab):
                'when http.latency > 800ms for 5m and host in ["web-1", "web-2"] then page "ops"',
                'when (host == "web-1" or http.latency > 800ms) for 5m then page "ops"'):
         assert c.accepts(vocab.encode(ok) + [vocab.eos_id]), ok
+    # an aggregation named: the comparison is aggregated ("the number of waiting messages" names a metric)
+    g = spec.grounded("Page ops when the p95 latency is over 800 ms")
+    c = compile_spec(g, vocab)
+    assert c.accepts(vocab.encode('when p95(http.latency) > 800ms then page "ops"') + [vocab.eos_id])
+    assert not c.accepts(vocab.encode('when http.latency > 800ms then page "ops"') + [vocab.eos_id])
+    g = spec.grounded("Page ops when the number of waiting messages is over 1000")
+    assert g.catalog.aggregations == () and not g.catalog.aggregation_required
     # no metric named: labels alone may do
     g = spec.grounded("page ops about web-1")
     assert compile_spec(g, vocab).accepts(vocab.encode('when host == "web-1" then page "ops"') + [vocab.eos_id])

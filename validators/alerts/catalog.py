@@ -53,7 +53,7 @@ class AlertCatalog:
     the windows and hold times it may write (seconds; empty: none); ``severities``; ``holds``, hold
     times one of which the rule must hold for (seconds); ``negation``: whether a rule may negate (``not``,
     ``!=``, ``not in``); ``whole_lists``: a list of label values holds every value its key lists; ``comparison_required``: a
-    rule compares a metric; ``units``: a
+    rule compares a metric (with ``aggregation_required``, an aggregated one); ``units``: a
     threshold writes its metric's unit; ``every_action``: the actions notify every channel and page every
     team listed. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
 
@@ -77,6 +77,7 @@ class AlertCatalog:
     negation: bool = True
     whole_lists: bool = False
     comparison_required: bool = False
+    aggregation_required: bool = False
     units: bool = False
     every_action: bool = False
 
@@ -143,10 +144,11 @@ class AlertCatalog:
     def allows_aggregation(self, name: str) -> bool:
         return self.aggregations is None or name in self.aggregations
 
-    def _rule_rules(self, lines: list[str]) -> list[str]:
+    def _rule_rules(self, lines: list[str], required: str = "comparison") -> list[str]:
         """The ``%override rule`` for a hold time that is ruled out or required and a condition that must
-        compare a metric (``comparison_required``: a comparison somewhere in it, through rules ``cond_c``,
-        ``and_c`` and ``not_c`` that ``lines`` gets); none when neither applies."""
+        compare a metric (``comparison_required``: a ``required`` comparison, any or an aggregated one,
+        somewhere in it, through rules ``cond_c``, ``and_c`` and ``not_c`` that ``lines`` gets); none when
+        neither applies."""
         cond = "cond_c" if self.comparison_required else "condition"
         if not self.hold_times():
             rule = f'"when " {cond} " then " actions'
@@ -154,14 +156,15 @@ class AlertCatalog:
             return []
         else:  # a hold time required, or allowed
             hold = "hold" if self.holds is not None else "hold?"
-            rule = f'"when " {cond} {hold} " then " actions\n    | "when " comparison hold rest " then " actions' \
+            first = required if self.comparison_required else "comparison"
+            rule = f'"when " {cond} {hold} " then " actions\n    | "when " {first} hold rest " then " actions' \
                    "  -> rule_held_first"
         if self.comparison_required:
             for name, part, op in (("cond_c", "and_c", "or"), ("and_c", "not_c", "and")):
                 other = {"and_c": "and_cond", "not_c": "not_cond"}[part]
                 more = f'(" {op} " {other})*'
                 lines.append(f'{name}: {part} {more} | {other} {more} " {op} " {part} {more}')
-            lines.append('not_c: ' + ('"not" " " not_c | ' if self.negation else "") + '"(" cond_c ")" | comparison')
+            lines.append('not_c: ' + ('"not" " " not_c | ' if self.negation else "") + f'"(" cond_c ")" | {required}')
         return [f"%override rule: {rule}"]
 
     def grammar_rules(self) -> str:
@@ -183,22 +186,27 @@ class AlertCatalog:
         window = " window?" if self.windows() else ""
         if aggs:
             lines.append(f"NARROW_AGG: {_alternatives(aggs)}")
+        aggregated: list[str] = []  # the comparisons of an aggregated value
         for i, ((unit, lo, hi), names) in enumerate(values.items()):
-            agg = f' | NARROW_AGG "(" NARROW_METRIC_{i}{window} ")"' if aggs else ""
-            lines.append(f"narrow_metric_{i}: NARROW_METRIC_{i}{agg}")
             lines.append(f"NARROW_METRIC_{i}: {_alternatives(names)}")
             thr = _threshold(lines, f"NARROW_THRESHOLD_{i}", lo, hi, unit, self.thresholds, self.units)
-            comparisons.append(f'narrow_metric_{i} " " CMP " " {thr}')
+            comparisons.append(f'NARROW_METRIC_{i} " " CMP " " {thr}')
+            if aggs:
+                aggregated.append(f'NARROW_AGG "(" NARROW_METRIC_{i}{window} ")" " " CMP " " {thr}')
         for i, ((unit, lo, hi), names) in enumerate(sums.items() if self.allows_aggregation("sum") else ()):
             lines.append(f"NARROW_SUM_METRIC_{i}: {_alternatives(names)}")
             thr = _threshold(lines, f"NARROW_SUM_THRESHOLD_{i}", lo, hi, unit, self.thresholds, self.units)
-            comparisons.append(f'"sum" "(" NARROW_SUM_METRIC_{i}{window} ")" " " CMP " " {thr}')
+            aggregated.append(f'"sum" "(" NARROW_SUM_METRIC_{i}{window} ")" " " CMP " " {thr}')
         if self.allows_aggregation("count"):
             thr = _threshold(lines, "NARROW_COUNT_THRESHOLD", Decimal(0), _INF, None, None if self.thresholds is None
                              else tuple(v for v in self.thresholds if v == v.to_integral()))
-            comparisons.append(f'"count" "(" METRIC{window} ")" " " CMP " " {thr}')
-        head = ["%override comparison: " + "\n    | ".join(comparisons)]
-        head += self._rule_rules(lines)
+            aggregated.append(f'"count" "(" METRIC{window} ")" " " CMP " " {thr}')
+        head = ["%override comparison: " + "\n    | ".join(comparisons + aggregated)]
+        required = "comparison"
+        if self.aggregation_required and aggregated:
+            lines.append("agg_comparison: " + "\n    | ".join(aggregated))
+            required = "agg_comparison"
+        head += self._rule_rules(lines, required)
         if not self.negation:
             head.append("%override ?not_cond: atom")
         eq = "EQ" if self.negation else '"=="'

@@ -10,13 +10,15 @@ description)``'s spec: the catalog cut down to what the description says, writte
   channel"); a label value of four letters or more also as the start of a word ("production" names
   ``prod``, ``stated_values``). The actions are the channels and teams it names, each once: "let #ops know"
   pages no team, "page dba and tell #db" does both ("page ops" and "the ops team" name a team, not the
-  channel ``#ops``); when it names none, or a word that may name either ("tell ops"), any of the named
-  ones. A label key of which it names no value is not tested, and a list of a key's values (``in``, ``not
+  channel ``#ops``; a description that writes one channel's ``#`` writes them all so: "an alert that alerts
+  #ops" names no ``#alerts``); when it names none, or a word that may name either ("tell ops"), any of the
+  named ones. A label key of which it names no value is not tested, and a list of a key's values (``in``, ``not
   in``) holds every value the description names of it ("on web-1, web-2 or web-3": all three; one of them
   alone is ``==``, and a subset ``==`` tests joined by ``or``).
 * **Metrics** (``stated_metrics``): those the description calls by their name, a word of their name
   (``disk``, ``latency``) or one of their catalog ``aliases`` ("CPU load", "response time"); all when it
-  names none. When it names one, the rule compares a metric (not labels alone).
+  names none. When it names one, the rule compares a metric (not labels alone), and an aggregated one when
+  it names an aggregation too.
 * **Thresholds**: the numbers the description states (``structgen.stated_numbers``: "over 85 percent" 85,
   "5 GB" 5, "a thousand" 1000; not the count of a duration, "for 2 minutes") that fall in their metric's
   range, or any in range when none does; always written with the metric's unit (``90%``, not ``90``).
@@ -105,9 +107,14 @@ def stated_metrics(catalog: AlertCatalog, source: str) -> tuple[str, ...]:
                  or any(_says(a, source) for a in info.aliases))
 
 
-def stated_aggregations(source: str) -> tuple[str, ...]:
-    """The aggregations ``source`` names (``AGGREGATION_WORDS``; the "min" of "10 min" is a duration)."""
+def stated_aggregations(source: str, catalog: AlertCatalog | None = None) -> tuple[str, ...]:
+    """The aggregations ``source`` names (``AGGREGATION_WORDS``; the "min" of "10 min" is a duration, and
+    the words of a ``catalog`` metric's alias name the metric: "the number of waiting messages" is no
+    count)."""
     source = _DURATION.sub(" ", source)
+    for alias in (a for info in (catalog.metrics.values() if catalog else ()) for a in info.aliases):
+        words = re.sub(r"^(?:the|a|an)\s+", "", alias.strip(), flags=re.IGNORECASE).split()
+        source = re.sub(r"\s+".join(map(re.escape, words)), " ", source, flags=re.IGNORECASE)
     return tuple(agg for agg, words in AGGREGATION_WORDS.items() if any(_says(w, source) for w in words))
 
 
@@ -195,6 +202,7 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
     # the counts of durations ("for 2 minutes", "over 30 seconds") are no thresholds
     stated = tuple(dict.fromkeys(Decimal(str(n)) for n in stated_numbers(_DURATION.sub(" ", source))))
     metrics = stated_metrics(catalog, source)
+    aggregations = stated_aggregations(source, catalog)
     units = stated_units(source)
     # "less than 50 GB is free": not free memory, which is in MB
     fitting = tuple(m for m in metrics if catalog.metrics[m].unit in (None, *units))
@@ -205,15 +213,17 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
     if channels is not None and teams is not None:
         hashed = stated_names(catalog.channels, source)  # "#ops" itself
         named_teams = stated_names(catalog.teams, source)
-        # no word may name a channel as well as a team: "ops" in "page ops" or "the ops team" is the team
-        bare = {c for c in stated_names(catalog.channels, source, channel=True) if c not in hashed
-                and not (c.lstrip("#") in named_teams and _team_phrase(c.lstrip("#"), source))}
+        # a description that writes a channel's "#" writes every channel so ("an alert that alerts #ops":
+        # the verb is no channel); else no word may name a channel as well as a team: "ops" in "page ops"
+        # or "the ops team" is the team
+        bare = () if hashed else {c for c in stated_names(catalog.channels, source, channel=True)
+                                  if not (c.lstrip("#") in named_teams and _team_phrase(c.lstrip("#"), source))}
         if (hashed or named_teams) and not bare:
             channels, teams, every_action = hashed, named_teams, True
     return dataclasses.replace(
         catalog, metrics={m: catalog.metrics[m] for m in metrics} if metrics else catalog.metrics,
         labels=labels, channels=channels, teams=teams, thresholds=stated or None,
-        aggregations=stated_aggregations(source), durations=stated_durations(source),
+        aggregations=aggregations, durations=stated_durations(source),
         holds=stated_holds(source) or None, negation=NEGATIONS.search(source) is not None,
-        whole_lists=True, comparison_required=bool(metrics),
+        whole_lists=True, comparison_required=bool(metrics), aggregation_required=bool(metrics and aggregations),
         severities=stated_severities(source) or None, units=True, every_action=every_action)

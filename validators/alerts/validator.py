@@ -82,6 +82,9 @@ class AlertRulesValidator:
             self._comparison(c, issue)
         if cat.comparison_required and not rule.comparisons():
             issue(f"the description names {', '.join(cat.metrics)}; compare it with a threshold", None, "condition")
+        elif cat.aggregation_required and not any(c.metric.aggregation for c in rule.comparisons()):
+            issue(f"the description names an aggregation ({', '.join(cat.aggregations or ())}); compare one",
+                  None, "condition")
         if not cat.negation:
             for c in _negations(rule.condition):
                 issue("the description negates nothing; test what it names without `not`, `!=` or `not in`",
