@@ -174,6 +174,22 @@ def test_a_rule_compares_the_metric_the_description_names(spec, vocab):
     assert compile_spec(g, vocab).accepts(vocab.encode('when host == "web-1" then page "ops"') + [vocab.eos_id])
 
 
+def test_values_named_in_a_negating_clause_are_tested_negated(spec, alerts_catalog, vocab):
+    from structgen.constraints import compile as compile_spec
+    from structgen.validators.alerts.grounded import polarity
+
+    text = "Post to #ops (low) when CPU goes above 75 percent, unless the host is db-1 or web-3."
+    assert polarity(alerts_catalog.labels, text)["host"] == ((), ("web-3", "db-1"))
+    assert polarity(alerts_catalog.labels, "on web-1 but only in prod")["env"] == (("prod",), ())
+    g = spec.grounded(text)
+    c = compile_spec(g, vocab)
+    ok = 'when cpu.usage > 75% and host not in ["db-1", "web-3"] then notify "#ops" severity low'
+    assert c.accepts(vocab.encode(ok) + [vocab.eos_id]) and run_validators(validators_for(g), ok) == []
+    bad = 'when cpu.usage > 75% and host in ["db-1", "web-3"] then notify "#ops" severity low'
+    assert not c.accepts(vocab.encode(bad) + [vocab.eos_id])
+    assert any("as it is" in i.message for i in run_validators(validators_for(g), bad))
+
+
 def test_contradicting_label_tests_are_reported(alerts_catalog):
     v = AlertRulesValidator(alerts_catalog)
     bad = 'when host not in ["web-1"] and disk.free < 5GB and host == "web-1" then page "ops"'

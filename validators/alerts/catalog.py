@@ -52,7 +52,8 @@ class AlertCatalog:
     where they fall in a metric's range; ``aggregations``, the aggregations a rule may use; ``durations``,
     the windows and hold times it may write (seconds; empty: none); ``severities``; ``holds``, hold
     times one of which the rule must hold for (seconds); ``negation``: whether a rule may negate (``not``,
-    ``!=``, ``not in``); ``whole_lists``: a list of label values holds every value its key lists; ``comparison_required``: a
+    ``!=``, ``not in``); ``whole_lists``: a list of label values holds every value its key lists; ``polarity``: per label key,
+    the values a rule tests as they are (``==``, ``in``) and those it tests negated (``!=``, ``not in``); ``comparison_required``: a
     rule compares a metric (with ``aggregation_required``, an aggregated one); ``units``: a
     threshold writes its metric's unit; ``every_action``: the actions notify every channel and page every
     team listed. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
@@ -76,6 +77,7 @@ class AlertCatalog:
     holds: tuple[int, ...] | None = None
     negation: bool = True
     whole_lists: bool = False
+    polarity: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] | None = None
     comparison_required: bool = False
     aggregation_required: bool = False
     units: bool = False
@@ -167,6 +169,33 @@ class AlertCatalog:
             lines.append('not_c: ' + ('"not" " " not_c | ' if self.negation else "") + f'"(" cond_c ")" | {required}')
         return [f"%override rule: {rule}"]
 
+    def _label_matches(self, lines: list[str], i: int, key: str, vs: tuple[str, ...]) -> list[str]:
+        """The ``label_match`` alternatives of label ``key`` (the ``i``-th with known values ``vs``): each
+        value at most once in a list (every one with ``whole_lists``), negated (``!=``, ``not in``) only
+        when ``negation`` allows, and with ``polarity`` only the values it says each way."""
+        k = f"NARROW_LABEL_{i}"
+        lines.append(f"{k}: {_alternatives([key])}")
+        if self.polarity is None or key not in self.polarity:
+            groups = [("", vs, "EQ" if self.negation else '"=="', True, self.negation)]
+        else:
+            pos, neg = self.polarity[key]
+            groups = [("_p", pos, '"=="', True, False), ("_n", neg, '"!="', False, True)]
+        out = []
+        for suffix, values, eq, plain, negated in groups:
+            if not values:
+                continue
+            v = f"narrow_value_{i}{suffix}"
+            lines.append(f'{v}: "\\"" NARROW_VALUE_{i}{suffix.upper()} "\\""')
+            lines.append(f"NARROW_VALUE_{i}{suffix.upper()}: {_alternatives(values)}")
+            if len(values) <= DISTINCT_MAX:  # each value at most once, by construction
+                items = f'"[" {_distinct_lists(lines, f"narrow_list_{i}{suffix}", values, self.whole_lists)} "]"'
+            else:
+                items = f'"[" {v} (", " {v})* "]"'
+            out.append(f'{k} " " {eq} " " {v}')
+            out += [f'{k} " " "in" " " {items}'] if plain else []
+            out += [f'{k} " " "not" " " "in" " " {items}'] if negated else []
+        return out
+
     def grammar_rules(self) -> str:
         """Lark rules that narrow what ``choices()`` cannot, because it depends on context: thresholds
         within each metric's range and in its unit (per aggregation: a ``sum`` keeps only the sign of the
@@ -215,16 +244,7 @@ class AlertCatalog:
         elif self.labels is not None:
             matches, free = [], [k for k, vs in self.labels.items() if vs is None]
             for i, (key, vs) in enumerate((k, vs) for k, vs in self.labels.items() if vs is not None):
-                v, k = f"narrow_value_{i}", f"NARROW_LABEL_{i}"
-                lines.append(f'{v}: "\\"" NARROW_VALUE_{i} "\\""')
-                lines.append(f"NARROW_VALUE_{i}: {_alternatives(vs)}")
-                lines.append(f"{k}: {_alternatives([key])}")
-                if len(vs) <= DISTINCT_MAX:  # each value at most once, by construction
-                    items = f'"[" {_distinct_lists(lines, f"narrow_list_{i}", vs, self.whole_lists)} "]"'
-                else:
-                    items = f'"[" {v} (", " {v})* "]"'
-                matches += [f'{k} " " {eq} " " {v}', f'{k} " " "in" " " {items}']
-                matches += [f'{k} " " "not" " " "in" " " {items}'] if self.negation else []
+                matches += self._label_matches(lines, i, key, vs)
             if free:
                 lines.append(f"NARROW_FREE_LABEL: {_alternatives(free)}")
                 items = '"[" value (", " value)* "]"'

@@ -30,7 +30,9 @@ description)``'s spec: the catalog cut down to what the description says, writte
   time (``stated_holds``): the rule then holds for one of those ("for 5 minutes" is ``for 5m``).
 * **Severities**: those the description names as words; all when it names none.
 * **Negation**: a rule tests ``!=``, ``not in`` or ``not`` only when the description has a negating word
-  ("unless", "except", "other than", "outside", "not", ...). "Our web-3 box" is ``host == "web-3"``.
+  ("unless", "except", "other than", "outside", "not", ...): "Our web-3 box" is ``host == "web-3"``. A
+  label value named in a negating clause ("unless the host is web-1 or web-3") is tested negated
+  (``not in``), one named outside any as it is (``polarity``).
 * **Units**: where the description writes a unit after a number ("50 GB"), a metric measured in another
   unit is not among the stated ones ("out of disk ... 50 GB free" is ``disk.free``, not ``mem.free``).
 """
@@ -47,7 +49,7 @@ from structgen.stated_numbers import COUNT, count_of, stated_numbers
 from .catalog import AlertCatalog
 
 __all__ = ["stated_names", "stated_values", "stated_metrics", "stated_aggregations", "stated_durations",
-           "stated_holds", "stated_severities", "stated_units", "ground_catalog"]
+           "stated_holds", "stated_severities", "stated_units", "polarity", "ground_catalog"]
 
 #: the words that name each aggregation of the rule language
 AGGREGATION_WORDS = {"avg": ("avg", "average", "mean"), "min": ("min", "minimum", "lowest"),
@@ -179,6 +181,36 @@ def stated_values(values: Iterable[str], source: str) -> tuple[str, ...]:
         len(v) >= 4 and v.isalpha() and re.search(rf"(?<![\w#-]){re.escape(v)}", source, re.IGNORECASE)))
 
 
+#: from a word that negates what follows to the end of its clause: "unless the host is web-1 or web-3",
+#: "on every host except web-2", "anywhere but staging" ("but only in prod" negates nothing)
+_NEGATED_SCOPE = re.compile(r"\b(?:unless|except|excluding|other\s+than|outside|not|but(?!\s+only))\b[^.,;:!?]*",
+                            re.IGNORECASE)
+
+
+def _mentions(value: str, source: str) -> list[int]:
+    """Where ``source`` names ``value`` (as ``stated_values`` reads it)."""
+    rx = rf"(?<![\w#-]){re.escape(value)}" + ("" if len(value) >= 4 and value.isalpha() else r"(?![\w-])")
+    return [m.start() for m in re.finditer(rx, source, re.IGNORECASE)]
+
+
+def polarity(labels, source: str) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Per label key, the values ``source`` names as they are and those it names negated (inside a
+    negating clause: "unless the host is web-1"); a value named both ways is in both."""
+    scopes = [m.span() for m in _NEGATED_SCOPE.finditer(source)]
+    out = {}
+    for key, values in (labels or {}).items():
+        pos, neg = [], []
+        for v in values or ():
+            at = _mentions(v, source)
+            inside = [any(a <= p < b for a, b in scopes) for p in at]
+            if not all(inside):
+                pos.append(v)
+            if any(inside):
+                neg.append(v)
+        out[key] = (tuple(pos), tuple(neg))
+    return out
+
+
 def _labels(labels, source: str):
     """Each label key with the values ``source`` names; a key with known values of which it names none goes
     (the rule tests no label the description does not mention); keys of any value stay."""
@@ -225,5 +257,6 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
         labels=labels, channels=channels, teams=teams, thresholds=stated or None,
         aggregations=aggregations, durations=stated_durations(source),
         holds=stated_holds(source) or None, negation=NEGATIONS.search(source) is not None,
-        whole_lists=True, comparison_required=bool(metrics), aggregation_required=bool(metrics and aggregations),
+        whole_lists=True, polarity={k: p for k, p in polarity(labels, source).items() if labels[k] is not None},
+        comparison_required=bool(metrics), aggregation_required=bool(metrics and aggregations),
         severities=stated_severities(source) or None, units=True, every_action=every_action)

@@ -98,6 +98,13 @@ class AlertRulesValidator:
                 known_values = None
             else:
                 known_values = cat.labels.get(m.key) if cat.labels is not None else None
+            if cat.polarity is not None and m.key in cat.polarity:
+                pos, neg = cat.polarity[m.key]
+                want, how = (neg, "negated") if m.op in ("!=", "not in") else (pos, "as it is")
+                for value in m.values:
+                    if value in (known_values or ()) and value not in want:
+                        issue(f"the description does not name {value!r} {how}", m.span, f"label/{m.key}")
+                known_values = want if known_values is not None else None
             if cat.whole_lists and known_values is not None and m.op in ("in", "not in") and \
                     set(known_values) - set(m.values):
                 issue(f"the list of {m.key!r} leaves out {', '.join(sorted(set(known_values) - set(m.values)))}, "
