@@ -101,8 +101,10 @@ def alert_leaves(ex):
         yield "hold time", str(rule.hold), rule.hold.canonical() in g.hold_times()
     for lm in rule.label_matches():
         for v in lm.values:
+            side = (g.polarity or {}).get(lm.key)  # (as they are, negated)
             yield "label value", v, g.labels is None or (lm.key in g.labels and (
-                g.labels[lm.key] is None or v in g.labels[lm.key]))
+                g.labels[lm.key] is None or v in g.labels[lm.key]) and (
+                side is None or v in side[lm.op in ("!=", "not in")]))
     for a in rule.actions:
         if isinstance(a, Notify):
             yield "channel", a.channel, g.channels is None or a.channel in g.channels
