@@ -177,8 +177,7 @@ def _narrowed(names: tuple[str, ...] | None, source: str, *, channel: bool = Fal
 def stated_values(values: Iterable[str], source: str) -> tuple[str, ...]:
     """The label ``values`` that ``source`` names: as whole words (``stated_names``), or, for a value of at
     least four letters, as the start of a word ("in production" names ``prod``)."""
-    return tuple(v for v in values if _mentioned(v, source) or (
-        len(v) >= 4 and v.isalpha() and re.search(rf"(?<![\w#-]){re.escape(v)}", source, re.IGNORECASE)))
+    return tuple(v for v in values if _mentions(v, source))
 
 
 #: from a word that negates what follows to the end of its clause: "unless the host is web-1 or web-3",
@@ -188,7 +187,7 @@ _NEGATED_SCOPE = re.compile(r"\b(?:unless|except|excluding|other\s+than|outside|
 
 
 def _mentions(value: str, source: str) -> list[int]:
-    """Where ``source`` names ``value`` (as ``stated_values`` reads it)."""
+    """Where ``source`` names ``value``: as a whole word, or, four letters or more, as a word's start."""
     rx = rf"(?<![\w#-]){re.escape(value)}" + ("" if len(value) >= 4 and value.isalpha() else r"(?![\w-])")
     return [m.start() for m in re.finditer(rx, source, re.IGNORECASE)]
 
