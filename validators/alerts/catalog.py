@@ -52,11 +52,12 @@ class AlertCatalog:
     where they fall in a metric's range; ``aggregations``, the aggregations a rule may use; ``durations``,
     the windows and hold times it may write (seconds; empty: none); ``severities``; ``holds``, hold
     times one of which the rule must hold for (seconds); ``negation``: whether a rule may negate (``not``,
-    ``!=``, ``not in``); ``whole_lists``: a list of label values holds every value its key lists; ``polarity``: per label key,
-    the values a rule tests as they are (``==``, ``in``) and those it tests negated (``!=``, ``not in``); ``comparison_required``: a
-    rule compares a metric (with ``aggregation_required``, an aggregated one); ``units``: a
-    threshold writes its metric's unit; ``every_action``: the actions notify every channel and page every
-    team listed. Build it with :meth:`from_dict` or :meth:`load`; as JSON::
+    ``!=``, ``not in``); ``whole_lists``: a list of label values holds every value its key lists;
+    ``polarity``: per label key, the values a rule tests as they are (``==``, ``in``) and those it tests
+    negated (``!=``, ``not in``); ``comparison_required``: a rule compares a metric (with
+    ``aggregation_required``, an aggregated one); ``units``: a threshold writes its metric's unit;
+    ``every_action``: the actions notify every channel and page every team listed.
+    Build it with :meth:`from_dict` or :meth:`load`; as JSON::
 
         {"metrics": {"cpu.usage": {"unit": "%", "min": 0, "max": 100, "aliases": ["CPU", "CPU load"]},
                      "http.requests.5xx": {"min": 0}},
@@ -135,13 +136,11 @@ class AlertCatalog:
     def hold_times(self) -> list[str]:
         """The ``for`` hold times a rule may write (:func:`tidy_durations`, only ``holds`` or else
         ``durations`` when set)."""
-        allowed = self.holds if self.holds is not None else self.durations
-        return [d for d in tidy_durations(self.max_hold) if allowed is None or Duration.parse(d).seconds in allowed]
+        return _tidy_within(self.max_hold, self.holds if self.holds is not None else self.durations)
 
     def windows(self) -> list[str]:
-        """The aggregation windows a rule may write, as :meth:`hold_times`."""
-        return [d for d in tidy_durations(self.max_window) if self.durations is None
-                or Duration.parse(d).seconds in self.durations]
+        """The aggregation windows a rule may write (:func:`tidy_durations`, only ``durations`` when set)."""
+        return _tidy_within(self.max_window, self.durations)
 
     def allows_aggregation(self, name: str) -> bool:
         return self.aggregations is None or name in self.aggregations
@@ -268,6 +267,11 @@ def tidy_durations(limit: int) -> list[str]:
     for unit, top in (("s", 59), ("m", 59), ("h", 23), ("d", 400)):
         out += [f"{n}{unit}" for n in range(1, top + 1) if n * _SECONDS[unit] <= limit]
     return out
+
+
+def _tidy_within(limit: int, allowed: tuple[int, ...] | None) -> list[str]:
+    """``tidy_durations(limit)`` of ``allowed`` seconds only (``None``: all)."""
+    return [d for d in tidy_durations(limit) if allowed is None or Duration.parse(d).seconds in allowed]
 
 
 #: lists of at most this many known names (label values; channels and teams together) are written into

@@ -58,8 +58,7 @@ def read_catalog(data: Mapping, where: str) -> dict[str, Any]:
                         '{"max_window": "1d", "max_hold": "7d"}')
     _no_unknown(limits, _LIMIT_KEYS, f"{where}: limits")
     lim = {k: _limit(limits.get(k, _DEFAULT_LIMIT), f"{where}: limits.{k}") for k in _LIMIT_KEYS}
-    return {"metrics": metrics, "labels": labels, "channels": channels, "teams": teams,
-        "max_window": lim["max_window"], "max_hold": lim["max_hold"]}
+    return {"metrics": metrics, "labels": labels, "channels": channels, "teams": teams, **lim}
 
 
 def _no_unknown(data: Mapping, allowed: tuple[str, ...], where: str) -> None:
@@ -99,7 +98,8 @@ def _metrics(raw: Any, where: str, rx: re.Pattern) -> dict[str, MetricInfo]:
         raw = {name: None for name in raw}
     if not isinstance(raw, Mapping) or not raw:
         raise SpecError(f"{where}: metrics must be a non-empty object mapping each metric name to "
-                        "{\"unit\", \"min\", \"max\", \"description\", \"aliases\"} (each optional), or a list of names")
+                        "{\"unit\", \"min\", \"max\", \"description\", \"aliases\"} (each optional), "
+                        "or a list of names")
     out = {}
     for name, info in raw.items():
         _check_name(name, rx, f"{where}: metric name",

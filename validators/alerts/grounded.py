@@ -65,12 +65,17 @@ _DURATION = re.compile(rf"(?<![\w.,])(?:(?P<half>half\s+an?)|(?P<quarter>(?:an?\
                        r"(?P<and_half>\s+and\s+a\s+half)?", re.IGNORECASE)
 
 
+def _phrase(phrase: str) -> str | None:
+    """A regex of ``phrase``'s words in any spacing, without a leading article; None when it has none."""
+    words = re.sub(r"^(?:the|a|an)\s+", "", phrase.strip(), flags=re.IGNORECASE).split()
+    return r"\s+".join(map(re.escape, words)) if words else None
+
+
 def _says(phrase: str, source: str) -> bool:
     """Whether ``source`` holds ``phrase`` as whole words (any case and spacing; a leading article of the
     phrase optional)."""
-    words = re.sub(r"^(?:the|a|an)\s+", "", phrase.strip(), flags=re.IGNORECASE).split()
-    return bool(words) and re.search(r"(?<![\w#-])" + r"\s+".join(map(re.escape, words)) + r"(?![\w-])",
-                                     source, re.IGNORECASE) is not None
+    rx = _phrase(phrase)
+    return rx is not None and re.search(rf"(?<![\w#-]){rx}(?![\w-])", source, re.IGNORECASE) is not None
 
 
 def _mentioned(name: str, source: str, *, channel: bool = False) -> bool:
@@ -115,8 +120,7 @@ def stated_aggregations(source: str, catalog: AlertCatalog | None = None) -> tup
     count)."""
     source = _DURATION.sub(" ", source)
     for alias in (a for info in (catalog.metrics.values() if catalog else ()) for a in info.aliases):
-        words = re.sub(r"^(?:the|a|an)\s+", "", alias.strip(), flags=re.IGNORECASE).split()
-        source = re.sub(r"\s+".join(map(re.escape, words)), " ", source, flags=re.IGNORECASE)
+        source = re.sub(_phrase(alias), " ", source, flags=re.IGNORECASE)
     return tuple(agg for agg, words in AGGREGATION_WORDS.items() if any(_says(w, source) for w in words))
 
 

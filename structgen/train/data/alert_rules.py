@@ -1,15 +1,16 @@
 """Training data, family "alert": a plain-language alert request and the rule in the alert DSL.
 
-Owns the description templates (train and held-out), the English phrasing of the example catalog's
-labels, channels and teams (``examples/alerts/catalog.json``; its metrics are called by the catalog's own
-``aliases``), and :func:`examples`. A template composes building blocks (a metric comparison, a label
-scope, a hold time, actions), each of which knows its words and its meaning as a node of the rule AST (``structgen.validators.alerts``). The target is the
-rule's canonical text (``AlertRule.canonical()``: sorted ``and``/``or`` operands, the hold after the
-condition, sorted actions), rendered from the AST without a parse: what the eval's "semantically equal"
-compares with, and what a model can write. Every target parses, passes ``AlertRulesValidator(catalog)``
-and is in the language of ``alerts_spec(catalog)``. Thresholds are written in the catalog's unit of the
-metric (the narrowed grammar allows no other). Held-out templates are description *shapes* never seen in
-training (a question, the passive voice, a story, a field list, "unless"), not only new values.
+Owns the description templates (train and held-out), the English phrasing of the example catalog's labels,
+channels and teams (``examples/alerts/catalog.json``; its metrics are called by the catalog's own
+``aliases``), and :func:`examples`. A template composes building blocks (a metric comparison, a label scope, a
+hold time, actions), each of which knows its words and its meaning as a node of the rule AST
+(``structgen.validators.alerts``). The target is the rule's canonical text (``AlertRule.canonical()``: sorted
+``and``/``or`` operands, the hold after the condition, sorted actions), rendered from the AST without a parse:
+what the eval's "semantically equal" compares with, and what a model can write. Every target parses, passes
+``AlertRulesValidator(catalog)`` and is in the language of ``alerts_spec(catalog)``. Thresholds are written in
+the catalog's unit of the metric (the narrowed grammar allows no other). Held-out templates are description
+*shapes* never seen in training (a question, the passive voice, a story, a field list, "unless"), not only new
+values.
 """
 
 from __future__ import annotations
