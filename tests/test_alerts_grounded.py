@@ -166,8 +166,14 @@ def test_a_rule_compares_the_metric_the_description_names(spec, vocab):
     assert any("compare it" in i.message for i in run_validators(validators_for(g), labels_only))
     for ok in ('when host in ["web-1", "web-2"] and http.latency > 800ms for 5m then page "ops"',
                'when http.latency > 800ms for 5m and host in ["web-1", "web-2"] then page "ops"',
-               'when (host == "web-1" or http.latency > 800ms) for 5m then page "ops"'):
+               'when (host == "web-1" or host == "web-2") and http.latency > 800ms for 5m then page "ops"'):
         assert c.accepts(vocab.encode(ok) + [vocab.eos_id]), ok
+    # one metric and one number: one comparison, and'ed with the label tests, never or'ed with them
+    assert g.catalog.single_comparison
+    for bad in ('when (host == "web-1" or http.latency > 800ms) for 5m then page "ops"',
+                'when http.latency > 800ms and http.latency > 800ms for 5m then page "ops"'):
+        assert not c.accepts(vocab.encode(bad) + [vocab.eos_id]), bad
+        assert any("compare it once" in i.message for i in run_validators(validators_for(g), bad)), bad
     # an aggregation named: the comparison is aggregated ("the number of waiting messages" names a metric)
     g = spec.grounded("Page ops when the p95 latency is over 800 ms")
     c = compile_spec(g, vocab)

@@ -56,7 +56,13 @@ class AlertCatalog:
     ``polarity``: per label key, the values a rule tests as they are (``==``, ``in``) and those it tests
     negated (``!=``, ``not in``); ``comparison_required``: a rule compares a metric (with
     ``aggregation_required``, an aggregated one); ``units``: a threshold writes its metric's unit;
-    ``every_action``: the actions notify every channel and page every team listed.
+    ``every_action``: the actions notify every channel and page every team listed; ``unit_thresholds``:
+    the stated numbers by the unit written after them (``None``: none), read by :meth:`thresholds_for`;
+    ``comparators``: the comparison operators a rule may use; ``single_comparison``: the condition is one
+    comparison and'ed with label tests; ``either``: the condition is the two metrics' comparisons as
+    alternatives, ``(A or B)``, and'ed with label tests (``validators.alerts.condition_grammar``); with
+    either shape, ``labels_once``: each label key is tested exactly once, and ``window_required``: an
+    aggregated comparison has a window; ``metric_aggregations``: per metric, the aggregations it may use.
     Build it with :meth:`from_dict` or :meth:`load`; as JSON::
 
         {"metrics": {"cpu.usage": {"unit": "%", "min": 0, "max": 100, "aliases": ["CPU", "CPU load"]},
@@ -83,6 +89,13 @@ class AlertCatalog:
     aggregation_required: bool = False
     units: bool = False
     every_action: bool = False
+    unit_thresholds: Mapping[str | None, tuple[Decimal, ...]] | None = None
+    comparators: tuple[str, ...] | None = None
+    single_comparison: bool = False
+    either: bool = False
+    labels_once: bool = False
+    window_required: bool = False
+    metric_aggregations: Mapping[str, tuple[str, ...]] | None = None
 
     @classmethod
     def load(cls, path: str | Path) -> "AlertCatalog":
@@ -142,31 +155,19 @@ class AlertCatalog:
         """The aggregation windows a rule may write (:func:`tidy_durations`, only ``durations`` when set)."""
         return _tidy_within(self.max_window, self.durations)
 
-    def allows_aggregation(self, name: str) -> bool:
-        return self.aggregations is None or name in self.aggregations
+    def thresholds_for(self, unit: str | None) -> tuple[Decimal, ...] | None:
+        """The thresholds a value in ``unit`` may be compared with: the numbers the description writes in
+        that unit, else those it writes without one, else ``thresholds`` (``None``: any)."""
+        if self.unit_thresholds is None:
+            return self.thresholds
+        return (self.unit_thresholds.get(unit) if unit else None) or self.unit_thresholds.get(None) or \
+            self.thresholds
 
-    def _rule_rules(self, lines: list[str], required: str = "comparison") -> list[str]:
-        """The ``%override rule`` for a hold time that is ruled out or required and a condition that must
-        compare a metric (``comparison_required``: a ``required`` comparison, any or an aggregated one,
-        somewhere in it, through rules ``cond_c``, ``and_c`` and ``not_c`` that ``lines`` gets); none when
-        neither applies."""
-        cond = "cond_c" if self.comparison_required else "condition"
-        if not self.hold_times():
-            rule = f'"when " {cond} " then " actions'
-        elif self.holds is None and not self.comparison_required:
-            return []
-        else:  # a hold time required, or allowed
-            hold = "hold" if self.holds is not None else "hold?"
-            first = required if self.comparison_required else "comparison"
-            rule = f'"when " {cond} {hold} " then " actions\n    | "when " {first} hold rest " then " actions' \
-                   "  -> rule_held_first"
-        if self.comparison_required:
-            for name, part, op in (("cond_c", "and_c", "or"), ("and_c", "not_c", "and")):
-                other = {"and_c": "and_cond", "not_c": "not_cond"}[part]
-                more = f'(" {op} " {other})*'
-                lines.append(f'{name}: {part} {more} | {other} {more} " {op} " {part} {more}')
-            lines.append('not_c: ' + ('"not" " " not_c | ' if self.negation else "") + f'"(" cond_c ")" | {required}')
-        return [f"%override rule: {rule}"]
+    def allows_aggregation(self, name: str, metric: str | None = None) -> bool:
+        """Whether a rule may aggregate (``metric``, when given) with ``name``."""
+        if self.aggregations is not None and name not in self.aggregations:
+            return False
+        return metric is None or self.metric_aggregations is None or name in self.metric_aggregations.get(metric, ())
 
     def _label_matches(self, lines: list[str], i: int, key: str, vs: tuple[str, ...]) -> list[str]:
         """The ``label_match`` alternatives of label ``key`` (the ``i``-th with known values ``vs``): each
@@ -203,38 +204,16 @@ class AlertCatalog:
         ``DISTINCT_MAX`` names). They ``%override`` the grammar's ``comparison``, ``label_match`` and
         ``actions`` rules with a subset of their language; appended to ``alerts.lark`` together with
         ``choices()`` (see :func:`alerts_spec`)."""
+        from .condition_grammar import comparison_rules, rule_rules
+
         lines: list[str] = []
-        comparisons: list[str] = []
-        values: dict[tuple, list[str]] = {}
-        sums: dict[tuple, list[str]] = {}
-        for info in self.metrics.values():
-            values.setdefault(_value_range(info, None), []).append(info.name)
-            sums.setdefault(_value_range(info, "sum"), []).append(info.name)
-        aggs = [a for a in ("avg", "min", "max", "p95", "p99") if self.allows_aggregation(a)]
-        window = " window?" if self.windows() else ""
-        if aggs:
-            lines.append(f"NARROW_AGG: {_alternatives(aggs)}")
-        aggregated: list[str] = []  # the comparisons of an aggregated value
-        for i, ((unit, lo, hi), names) in enumerate(values.items()):
-            lines.append(f"NARROW_METRIC_{i}: {_alternatives(names)}")
-            thr = _threshold(lines, f"NARROW_THRESHOLD_{i}", lo, hi, unit, self.thresholds, self.units)
-            comparisons.append(f'NARROW_METRIC_{i} " " CMP " " {thr}')
-            if aggs:
-                aggregated.append(f'NARROW_AGG "(" NARROW_METRIC_{i}{window} ")" " " CMP " " {thr}')
-        for i, ((unit, lo, hi), names) in enumerate(sums.items() if self.allows_aggregation("sum") else ()):
-            lines.append(f"NARROW_SUM_METRIC_{i}: {_alternatives(names)}")
-            thr = _threshold(lines, f"NARROW_SUM_THRESHOLD_{i}", lo, hi, unit, self.thresholds, self.units)
-            aggregated.append(f'"sum" "(" NARROW_SUM_METRIC_{i}{window} ")" " " CMP " " {thr}')
-        if self.allows_aggregation("count"):
-            thr = _threshold(lines, "NARROW_COUNT_THRESHOLD", Decimal(0), _INF, None, None if self.thresholds is None
-                             else tuple(v for v in self.thresholds if v == v.to_integral()))
-            aggregated.append(f'"count" "(" METRIC{window} ")" " " CMP " " {thr}')
-        head = ["%override comparison: " + "\n    | ".join(comparisons + aggregated)]
+        plain, aggregated = comparison_rules(self, lines)
+        head = ["%override comparison: " + " | ".join(plain + aggregated)]
         required = "comparison"
         if self.aggregation_required and aggregated:
-            lines.append("agg_comparison: " + "\n    | ".join(aggregated))
+            lines.append("agg_comparison: " + " | ".join(aggregated))
             required = "agg_comparison"
-        head += self._rule_rules(lines, required)
+        head += rule_rules(self, lines, required, [int(a.rsplit("_", 1)[1]) for a in aggregated])
         if not self.negation:
             head.append("%override ?not_cond: atom")
         eq = "EQ" if self.negation else '"=="'
@@ -243,7 +222,8 @@ class AlertCatalog:
         elif self.labels is not None:
             matches, free = [], [k for k, vs in self.labels.items() if vs is None]
             for i, (key, vs) in enumerate((k, vs) for k, vs in self.labels.items() if vs is not None):
-                matches += self._label_matches(lines, i, key, vs)
+                lines.append(f"narrow_key_{i}: " + "\n    | ".join(self._label_matches(lines, i, key, vs)))
+                matches.append(f"narrow_key_{i}")
             if free:
                 lines.append(f"NARROW_FREE_LABEL: {_alternatives(free)}")
                 items = '"[" value (", " value)* "]"'

@@ -21,10 +21,23 @@ description)``'s spec: the catalog cut down to what the description says, writte
   it names an aggregation too.
 * **Thresholds**: the numbers the description states (``structgen.stated_numbers``: "over 85 percent" 85,
   "5 GB" 5, "a thousand" 1000; not the count of a duration, "for 2 minutes") that fall in their metric's
-  range, or any in range when none does; always written with the metric's unit (``90%``, not ``90``).
+  range, or any in range when none does; always written with the metric's unit (``90%``, not ``90``). A
+  number written with a unit is a threshold of the metrics in that unit only, and a metric in a unit the
+  description writes takes only those ("p95 latency above 500 ms or more than 10 errors": ``500ms`` and
+  ``10``; ``stated_thresholds``); "5xx" states no 5.
+* **Comparisons**: the operators the words before each number state ("exceeds" ``>``, "drops below" ``<``,
+  "at least" ``>=``); any when a number has none (``stated_thresholds.stated_comparators``).
+* **Shape** (``condition_grammar``): a description that names one metric and states one number compares
+  it once, and'ed with the label tests (``single_comparison``); one that names two metrics with "either"
+  writes them as alternatives, ``(A or B)``, and'ed with the label tests (``either``: "either the p95
+  latency exceeds 500 ms or the error rate tops 10, but only in prod"). In either shape each label key the
+  description names is tested exactly once (``labels_once``; unless it names values of a key both as they
+  are and negated), and a comparison of one metric aggregated over a window it states that is no hold time
+  has that window ("the average latency over 10 minutes ... for 5 minutes": ``window_required``).
 * **Aggregations** (``stated_aggregations``): those the description names ("the average", "p95", "peak";
   "more than 50 errors within 10 min" is a sum over the window); none when it names none, so "CPU above 90%"
-  is ``cpu.usage > 90%``.
+  is ``cpu.usage > 90%``. Each goes with the metric named right after it (``metric_aggregations``: "the p95
+  latency or the error rate" aggregates the latency, not the errors).
 * **Windows and hold times** (``stated_durations``): the durations the description states ("5 min", "half
   an hour", "60 minutes" is ``1h``); none when it states none. A duration right after "for" is a hold
   time (``stated_holds``): the rule then holds for one of those ("for 5 minutes" is ``for 5m``).
@@ -47,9 +60,10 @@ from typing import Iterable
 from structgen.stated_numbers import COUNT, count_of, stated_numbers
 
 from .catalog import AlertCatalog
+from .stated_thresholds import UNIT_WORDS, stated_comparators, threshold_text, thresholds_by_unit
 
-__all__ = ["stated_names", "stated_values", "stated_metrics", "stated_aggregations", "stated_durations",
-           "stated_holds", "stated_severities", "stated_units", "polarity", "ground_catalog"]
+__all__ = ["stated_names", "stated_values", "stated_metrics", "stated_aggregations", "metric_aggregations",
+           "stated_durations", "stated_holds", "stated_severities", "stated_units", "polarity", "ground_catalog"]
 
 #: the words that name each aggregation of the rule language
 AGGREGATION_WORDS = {"avg": ("avg", "average", "mean"), "min": ("min", "minimum", "lowest"),
@@ -124,6 +138,37 @@ def stated_aggregations(source: str, catalog: AlertCatalog | None = None) -> tup
     return tuple(agg for agg, words in AGGREGATION_WORDS.items() if any(_says(w, source) for w in words))
 
 
+def _metric_mentions(catalog: AlertCatalog, source: str) -> list[tuple[int, str]]:
+    """(start, metric) of each place ``source`` names a catalog metric (as :func:`stated_metrics` reads), the
+    longest phrase first where two start at one place ("free memory" is ``mem.free``, not ``disk.free``)."""
+    out = []
+    for name, info in catalog.metrics.items():
+        for phrase in (name, *_name_words(name), *info.aliases):
+            rx = _phrase(phrase)
+            if rx:
+                out += [(m.start(), m.start() - m.end(), name)
+                        for m in re.finditer(rf"(?<![\w#-]){rx}(?![\w-])", source, re.IGNORECASE)]
+    return [(at, name) for at, _, name in sorted(out)]
+
+
+def metric_aggregations(catalog: AlertCatalog, source: str) -> dict[str, tuple[str, ...]]:
+    """Per metric, the aggregations ``source`` names right before it ("the p95 latency", "the average free
+    memory": the first metric named within a few words after the aggregation's word); an aggregation named
+    before no metric ("more than 50 errors within 10 min") goes with every metric."""
+    mentions = _metric_mentions(catalog, source)
+    blanked = _DURATION.sub(lambda m: " " * len(m.group(0)), source)
+    for alias in (a for info in catalog.metrics.values() for a in info.aliases):
+        blanked = re.sub(_phrase(alias), lambda m: " " * len(m.group(0)), blanked, flags=re.IGNORECASE)
+    out: dict[str, dict[str, None]] = {name: {} for name in catalog.metrics}
+    for agg, words in AGGREGATION_WORDS.items():
+        for w in words:
+            for m in re.finditer(rf"(?<![\w#-]){_phrase(w)}(?![\w-])", blanked, re.IGNORECASE):
+                after = [name for at, name in mentions if m.end() <= at <= m.end() + 30]
+                for name in after[:1] or catalog.metrics:
+                    out[name][agg] = None
+    return {name: tuple(aggs) for name, aggs in out.items()}
+
+
 def _durations(source: str, holds: bool) -> tuple[int, ...]:
     out: dict[int, None] = {}
     for m in _DURATION.finditer(source):
@@ -155,14 +200,9 @@ def stated_holds(source: str) -> tuple[int, ...]:
 #: words that negate: a rule may test ``!=``, ``not in`` or ``not`` only when its description has one
 NEGATIONS = re.compile(r"\b(?:not|unless|except|excluding|other\s+than|outside|but|never|no|without|"
                        r"isn't|aren't|doesn't|don't)\b", re.IGNORECASE)
-#: how a description writes the units of a threshold, by the rule language's unit
-_UNIT_WORDS = {"%": r"%|percent|per\s*cent", "ms": r"ms|milliseconds?", "s": r"s|secs?|seconds?",
-               "KB": r"kb|kilobytes?", "MB": r"mb|megabytes?", "GB": r"gb|gigabytes?"}
-
-
 def stated_units(source: str) -> tuple[str, ...]:
     """The threshold units ``source`` writes after a number ("50 GB", "90%", "800 milliseconds")."""
-    return tuple(u for u, words in _UNIT_WORDS.items()
+    return tuple(u for u, words in UNIT_WORDS.items()
                  if re.search(rf"\d\s*(?:{words})(?![\w%])", source, re.IGNORECASE))
 
 
@@ -234,14 +274,20 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
     they fall in a metric's range, written in the metric's unit, its aggregations, windows and hold times to
     those it states (none when it states none)."""
     labels = _labels(catalog.labels, source)
-    # the counts of durations ("for 2 minutes", "over 30 seconds") are no thresholds
-    stated = tuple(dict.fromkeys(Decimal(str(n)) for n in stated_numbers(_DURATION.sub(" ", source))))
+    # the counts of durations ("for 2 minutes", "over 30 seconds") and the digits of "5xx" are no thresholds
+    text = threshold_text(source, _DURATION)
+    stated = tuple(dict.fromkeys(Decimal(str(n)) for n in stated_numbers(text)))
+    by_unit = thresholds_by_unit(text)
+    written = {v for u, vs in by_unit.items() if u for v in vs}
     metrics = stated_metrics(catalog, source)
     aggregations = stated_aggregations(source, catalog)
     units = stated_units(source)
     # "less than 50 GB is free": not free memory, which is in MB
     fitting = tuple(m for m in metrics if catalog.metrics[m].unit in (None, *units))
     metrics = fitting if units and fitting else metrics
+    durations, holds, sides = stated_durations(source), stated_holds(source), polarity(labels, source)
+    single = len(metrics) == 1 and len(stated) == 1 and len(aggregations) <= 1
+    either = len(metrics) == 2 and re.search(r"\beither\b", source, re.IGNORECASE) is not None
     channels = _narrowed(catalog.channels, source, channel=True)
     teams = _narrowed(catalog.teams, source)
     every_action = False
@@ -258,8 +304,14 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
     return dataclasses.replace(
         catalog, metrics={m: catalog.metrics[m] for m in metrics} if metrics else catalog.metrics,
         labels=labels, channels=channels, teams=teams, thresholds=stated or None,
-        aggregations=aggregations, durations=stated_durations(source),
-        holds=stated_holds(source) or None, negation=NEGATIONS.search(source) is not None,
-        whole_lists=True, polarity={k: p for k, p in polarity(labels, source).items() if labels[k] is not None},
+        aggregations=aggregations, durations=durations, holds=holds or None,
+        negation=NEGATIONS.search(source) is not None,
+        whole_lists=True, polarity={k: p for k, p in sides.items() if labels[k] is not None},
         comparison_required=bool(metrics), aggregation_required=bool(metrics and aggregations),
-        severities=stated_severities(source) or None, units=True, every_action=every_action)
+        severities=stated_severities(source) or None, units=True, every_action=every_action,
+        unit_thresholds={**{u: vs for u, vs in by_unit.items() if u}, None: tuple(v for v in stated if v not in written)},
+        comparators=stated_comparators(text),
+        single_comparison=single, either=either, labels_once=(single or either) and labels is not None and all(
+            vs is not None and not (sides[key][0] and sides[key][1]) for key, vs in labels.items()),
+        window_required=single and bool(aggregations) and bool(set(durations) - set(holds or ())),
+        metric_aggregations=metric_aggregations(catalog, source))

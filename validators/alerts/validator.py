@@ -85,6 +85,7 @@ class AlertRulesValidator:
         elif cat.aggregation_required and not any(c.metric.aggregation for c in rule.comparisons()):
             issue(f"the description names an aggregation ({', '.join(cat.aggregations or ())}); compare one",
                   None, "condition")
+        issues += [Issue(m, span, "condition", self.name) for m, span in _shape_issues(cat, rule)]
         if not cat.negation:
             for c in _negations(rule.condition):
                 issue("the description negates nothing; test what it names without `not`, `!=` or `not in`",
@@ -173,6 +174,8 @@ class AlertRulesValidator:
         what = m.canonical()
         if m.aggregation is not None and not cat.allows_aggregation(m.aggregation):
             issue(f"the description names no {m.aggregation} aggregation; compare {m.name} itself", m.span, "metric")
+        elif m.aggregation is not None and not cat.allows_aggregation(m.aggregation, m.name):
+            issue(f"the description names the {m.aggregation} of another metric, not of {m.name}", m.span, "metric")
         if m.window is not None and cat.durations is not None and m.window.seconds not in cat.durations:
             issue(f"the window [{m.window}] is no duration the description states", m.window.span, "window")
         # the unit of the aggregated value, and the threshold in that unit
@@ -194,6 +197,14 @@ class AlertRulesValidator:
             issue(f"the threshold {shown} is outside the range of {what}: "
                   f"{_fmt(lo)} to {_fmt(hi)}{unit or ''}", t.span, "threshold")
             return
+        allowed = cat.thresholds_for(unit)
+        if m.aggregation == "count" and allowed is not None:
+            allowed = tuple(v for v in allowed if v == v.to_integral())
+        if allowed and any(lo <= v <= hi for v in allowed) and t.value not in allowed and value not in allowed:
+            issue(f"the threshold {shown} is no number the description states for {what} "
+                  f"({', '.join(_fmt(v) + (unit or '') for v in allowed if lo <= v <= hi)})", t.span, "threshold")
+        if cat.comparators is not None and c.op not in cat.comparators:
+            issue(f"the description compares with {' or '.join(cat.comparators)}, not {c.op}", c.span, "comparison")
         never = {">": value >= hi, ">=": value > hi, "<": value <= lo, "<=": value < lo,
                  "==": False, "!=": lo == hi == value}[c.op]
         always = {">": value < lo, ">=": value <= lo, "<": value > hi, "<=": value >= hi,
@@ -235,3 +246,62 @@ def _negations(cond) -> list:
     if isinstance(cond, (And, Or)):
         return [n for c in cond.operands for n in _negations(c)]
     return [cond] if isinstance(cond, LabelMatch) and cond.op in ("!=", "not in") else []
+
+
+def _shape_issues(cat: AlertCatalog, rule: AlertRule) -> list[tuple[str, Span | None]]:
+    """What breaks the condition's required shape (``single_comparison``, ``either``): message and span."""
+    comparisons = rule.comparisons()
+    if cat.either and len(cat.metrics) == 2:
+        cond = rule.condition
+        ors = [cond] if isinstance(cond, Or) else [c for c in cond.operands if isinstance(c, Or)] \
+            if isinstance(cond, And) else []
+        alternatives = ors[0].operands if len(ors) == 1 else ()
+        if len(comparisons) != 2 or len(alternatives) != 2 or \
+                not all(isinstance(c, Comparison) for c in alternatives) or \
+                {c.metric.name for c in alternatives} != set(cat.metrics):
+            return [(f"the description names {' and '.join(cat.metrics)} as alternatives (\"either ... or\"); "
+                     "write them as one `(A or B)`, and'ed with the label tests", cond.span)]
+    elif cat.single_comparison and comparisons:
+        extra = comparisons[1:] or [o for o in _ors(rule.condition) if _compares(o)]
+        if extra:
+            return [("the description names one metric and one number; compare it once, and'ed with the "
+                     "label tests", extra[0].span)]
+        m = comparisons[0].metric
+        if cat.window_required and m.aggregation and m.window is None:
+            return [(f"the description states a window for {m.canonical()}; write it, as in "
+                     f"{m.aggregation}({m.name}[5m])", m.span)]
+    out = []
+    if (cat.single_comparison or cat.either) and cat.labels_once and cat.labels is not None:
+        tops = rule.condition.operands if isinstance(rule.condition, And) else (rule.condition,)
+        tested = [k for t in tops if not _compares(t) for k in dict.fromkeys(_keys(t))]
+        for key, values in cat.labels.items():
+            if tested.count(key) != 1:
+                how = "once" if tested.count(key) else f"too ({', '.join(values or ())})"
+                out.append((f"the description names {key!r}; test it {how}, and'ed with the rest",
+                            rule.condition.span))
+    return out
+
+
+def _keys(cond) -> list[str]:
+    """The label keys ``cond`` tests."""
+    if isinstance(cond, LabelMatch):
+        return [cond.key]
+    if isinstance(cond, (And, Or)):
+        return [k for c in cond.operands for k in _keys(c)]
+    return _keys(cond.operand) if isinstance(cond, Not) else []
+
+
+def _compares(cond) -> bool:
+    """Whether ``cond`` holds a comparison."""
+    if isinstance(cond, (And, Or)):
+        return any(_compares(c) for c in cond.operands)
+    return _compares(cond.operand) if isinstance(cond, Not) else isinstance(cond, Comparison)
+
+
+def _ors(cond) -> list:
+    """The ``or`` nodes of ``cond``."""
+    if isinstance(cond, Or):
+        return [cond] + [o for c in cond.operands for o in _ors(c)]
+    if isinstance(cond, And):
+        return [o for c in cond.operands for o in _ors(c)]
+    return _ors(cond.operand) if isinstance(cond, Not) else []

@@ -1,0 +1,165 @@
+"""Grounded alert rules, part 3 (``validators.alerts.stated_thresholds``, ``validators.alerts.condition_grammar``):
+a number is compared in the unit written after it and with the operator written before it, a description
+of one metric and one number compares it once, and "either A or B" writes the two metrics as alternatives.
+Each rule is held by the real compiled grammar and reported by the validator; random logits through the
+grounded grammar release only rules that pass it."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from schema_strategies import grounded_decoding, grounded_runs
+
+from structgen.constraints import compile as compile_spec
+from structgen.validators import run_validators, validators_for
+from structgen.validators.alerts import AlertRulesValidator, alerts_spec, parse_rule
+from structgen.validators.alerts.grounded import _DURATION, ground_catalog
+from structgen.validators.alerts.stated_thresholds import stated_comparators, threshold_text, thresholds_by_unit
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+EITHER = ("Raise a high alert in #db when either the p95 response time is higher than 500 ms or the rate of "
+          "HTTP 5xx exceeds 10, but only in production")
+
+
+@pytest.fixture(scope="module")
+def spec(alerts_catalog):
+    return alerts_spec(alerts_catalog)
+
+
+def _read(text: str):
+    t = threshold_text(text, _DURATION)
+    return thresholds_by_unit(t), stated_comparators(t)
+
+
+def test_numbers_are_read_with_their_unit_and_comparison():
+    D = Decimal
+    assert _read(EITHER) == ({"ms": (D(500),), None: (D(10),)}, (">",))  # "5xx" states no 5
+    assert _read("the lowest free memory over the last 30 seconds drops below 250 MB") == ({"MB": (D(250),)}, ("<",))
+    assert _read("anything over 75% cpu on web-1 for two minutes") == ({"%": (D(75),)}, (">",))
+    assert _read("queue depth at least 20,000 or disk at most 5 GB") == (
+        {None: (D(20000),), "GB": (D(5),)}, (">=", "<="))
+    assert _read("cpu > 90% for 5m -> #ops high") == ({"%": (D(90),)}, (">",))
+    assert _read("queue above 20k") == ({None: (D(20000),)}, (">",))
+    # a number with no comparison before it: any operator
+    assert _read("CPU 90% on web-1") == ({"%": (D(90),)}, None)
+    assert _read("page ops about web-1") == ({}, None)
+
+
+def test_ground_catalog_reads_thresholds_by_unit(alerts_catalog):
+    g = ground_catalog(alerts_catalog, EITHER)
+    assert g.thresholds_for("ms") == (Decimal(500),) and g.thresholds_for(None) == (Decimal(10),)
+    assert g.thresholds_for("%") == (Decimal(10),)  # no % written: the numbers written without a unit
+    assert g.comparators == (">",) and g.either and not g.single_comparison
+    g = ground_catalog(alerts_catalog, "page ops when free memory is under 1 GB")  # no MB written: any stated
+    assert g.thresholds_for("MB") == (Decimal(1),)
+
+
+def test_thresholds_go_to_the_metric_of_their_unit(spec, vocab):
+    g = spec.grounded(EITHER)
+    c = compile_spec(g, vocab)
+    ok = 'when env == "prod" and (p95(http.latency) > 500ms or http.requests.5xx > 10) then notify "#db" severity high'
+    assert c.accepts(vocab.encode(ok) + [vocab.eos_id])
+    assert run_validators(validators_for(g), ok) == []
+    swapped = ok.replace("500ms", "10ms").replace("5xx > 10", "5xx > 500")
+    assert not c.accepts(vocab.encode(swapped) + [vocab.eos_id])
+    assert any("no number the description states" in i.message for i in run_validators(validators_for(g), swapped))
+
+
+def test_the_comparison_is_the_one_the_description_writes(spec, vocab):
+    g = spec.grounded("Page dba when the average free memory drops below 100MB, unless the host is web-1")
+    c = compile_spec(g, vocab)
+    rule = 'when avg(mem.free) {} 100MB and host != "web-1" then page "dba"'
+    assert c.accepts(vocab.encode(rule.format("<")) + [vocab.eos_id])
+    for op in (">", ">=", "<=", "=="):
+        assert not c.accepts(vocab.encode(rule.format(op)) + [vocab.eos_id]), op
+    assert any("compares with <" in i.message for i in run_validators(validators_for(g), rule.format(">")))
+    # no comparison words before the number: any operator
+    g = spec.grounded("notify #ops (low): CPU 90% on web-1")
+    assert g.catalog.comparators is None
+
+
+def test_one_metric_and_one_number_compare_once(spec, vocab):
+    g = spec.grounded("Can you set up an alert that notifies #db (severity: critical) whenever the lowest "
+                      "available memory over the last 30 seconds drops below 250 MB?")
+    assert g.catalog.single_comparison
+    c = compile_spec(g, vocab)
+    ok = 'when min(mem.free[30s]) < 250MB then notify "#db" severity critical'
+    assert c.accepts(vocab.encode(ok) + [vocab.eos_id])
+    twice = 'when mem.free < 250MB and min(mem.free[30s]) < 250MB then notify "#db" severity critical'
+    assert not c.accepts(vocab.encode(twice) + [vocab.eos_id])
+    assert any("compare it once" in i.message for i in run_validators(validators_for(g), twice))
+    # two numbers of one metric ("between"): no such rule
+    assert not spec.grounded("page ops when cpu is above 50% or below 5%").catalog.single_comparison
+
+
+def test_either_writes_the_two_metrics_as_alternatives(spec, vocab):
+    g = spec.grounded(EITHER)
+    c = compile_spec(g, vocab)
+    for ok in ('when env == "prod" and (http.requests.5xx > 10 or p95(http.latency) > 500ms) then notify "#db" severity high',
+               'when (p95(http.latency) > 500ms or http.requests.5xx > 10) and env == "prod" then notify "#db" severity high'):
+        assert c.accepts(vocab.encode(ok) + [vocab.eos_id]), ok
+        assert run_validators(validators_for(g), ok) == [], ok
+    for bad in ('when http.requests.5xx > 10 and env == "prod" and p95(http.latency) > 500ms then notify "#db" severity high',
+                'when http.requests.5xx > 10 or env == "prod" and p95(http.latency) > 500ms then notify "#db" severity high',
+                'when env == "prod" and (p95(http.latency) > 500ms or p95(http.latency) > 500ms) then notify "#db" '
+                'severity high'):
+        assert not c.accepts(vocab.encode(bad) + [vocab.eos_id]), bad
+        assert any("as alternatives" in i.message for i in run_validators(validators_for(g), bad)), bad
+
+
+def test_each_named_label_key_is_tested_once(spec, vocab):
+    g = spec.grounded(EITHER)
+    assert g.catalog.labels_once
+    c = compile_spec(g, vocab)
+    unscoped = 'when http.requests.5xx > 10 or p95(http.latency) > 500ms then notify "#db" severity high'
+    assert not c.accepts(vocab.encode(unscoped) + [vocab.eos_id])
+    assert any("'env'; test it too" in i.message for i in run_validators(validators_for(g), unscoped))
+    g = spec.grounded("Anything over 95 percent RAM usage on db-1 and web-3 for two minutes is a critical "
+                      "problem for #alerts")
+    c = compile_spec(g, vocab)
+    ok = 'when host in ["db-1", "web-3"] and mem.used > 95% for 2m then notify "#alerts" severity critical'
+    twice = ok.replace("mem.used > 95%", 'mem.used > 95% and host == "db-1"')
+    assert c.accepts(vocab.encode(ok) + [vocab.eos_id]) and run_validators(validators_for(g), ok) == []
+    assert not c.accepts(vocab.encode(ok.replace(" for 2m", "")) + [vocab.eos_id])  # "for two minutes": a hold
+    assert not c.accepts(vocab.encode(twice) + [vocab.eos_id])
+    assert any("test it once" in i.message for i in run_validators(validators_for(g), twice))
+    # the hold time right after the comparison, the label tests after it
+    held_first = 'when mem.used > 95% for 2m and host in ["db-1", "web-3"] then notify "#alerts" severity critical'
+    assert c.accepts(vocab.encode(held_first) + [vocab.eos_id])
+    # values of one key named both as they are and negated: no such rule
+    assert not spec.grounded("page ops when cpu is above 90% on web-1 but not on web-2").catalog.labels_once
+
+
+def test_a_stated_window_that_is_no_hold_time_is_written(spec, vocab):
+    g = spec.grounded("metric: the maximum 5xx error rate over 15 minutes\ncondition: is above 50 for 3 minutes\n"
+                      "scope: on web-2\naction: notify #alerts (severity: medium)")
+    assert g.catalog.window_required
+    c = compile_spec(g, vocab)
+    ok = 'when max(http.requests.5xx[15m]) > 50 and host == "web-2" for 3m then notify "#alerts" severity medium'
+    assert c.accepts(vocab.encode(ok) + [vocab.eos_id]) and run_validators(validators_for(g), ok) == []
+    bare = ok.replace("[15m]", "")
+    assert not c.accepts(vocab.encode(bare) + [vocab.eos_id])
+    assert any("states a window" in i.message for i in run_validators(validators_for(g), bare))
+    # the same duration as window and hold ("over an hour ... for an hour"): not required
+    assert not spec.grounded("page ops when the mean queue backlog over the last 60 minutes is above 10000 for "
+                             "60 minutes").catalog.window_required
+
+
+DESCRIPTIONS = [EITHER, "Page dba when the average free memory drops below 100MB, unless the host is web-1 or web-3",
+                "anything over 75% cpu for web-1 or web-2 for two minutes is a high problem for #db"]
+
+
+@pytest.mark.timeout(600)
+@grounded_runs()
+@given(description=st.sampled_from(DESCRIPTIONS), decoding=grounded_decoding())
+def test_random_logits_release_only_rules_of_the_stated_shape(spec, alerts_catalog, release_grounded, description,
+                                                              decoding):
+    r = release_grounded(description, spec, 64, **decoding)
+    if r is None:
+        return  # not released: nothing to check
+    parse_rule(r.text)
+    assert AlertRulesValidator(ground_catalog(alerts_catalog, description))(r.text) == [], (description, r.text)
