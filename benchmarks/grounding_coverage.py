@@ -8,9 +8,9 @@ written, so this counts, per family, split and kind of value, the gold values wh
 candidate and, of those, the ones the candidates hold (a *miss* is a value grounding makes wrong for
 certain). Values left ungrounded (other formats, enums whose choices the request never names, nothing
 stated) are counted apart. SQL: each string literal of the gold query against ``stated_literals``
-(``structgen.sql.grounded``); alert rules: each metric, threshold, aggregation, window, hold time, label
-value, channel, team and severity of the gold rule against the grounded catalog
-(``validators.alerts.grounded``). No model; figures only, nothing is asserted.
+(``structgen.sql.grounded``); alert rules: each metric, threshold, comparison operator, aggregation, window,
+hold time, label value, channel, team and severity of the gold rule against the grounded catalog
+(``validators.alerts.grounded``), and the whole gold rule against the grounded spec's validators. No model; figures only, nothing is asserted.
 
     python benchmarks/grounding_coverage.py                 # 400 examples per family and split
     python benchmarks/grounding_coverage.py -n 1000 --json coverage.json
@@ -80,9 +80,12 @@ def sql_leaves(ex):
 
 
 def alert_leaves(ex):
-    """(kind, value, allowed) for each metric, aggregation, window, hold time, label value, channel, team
-    and severity of a gold rule."""
+    """(kind, value, allowed) for each metric, threshold (in its unit), comparison operator, aggregation
+    (of its metric), window, hold time, label value, channel, team and severity of a gold rule, and the
+    whole rule against the grounded spec's validators."""
     from structgen.validators.alerts import Notify, Page, parse_rule
+    from structgen.validators import run_validators, validators_for
+    from structgen.validators.alerts.catalog import _value_range
     from structgen.validators.alerts.grounded import ground_catalog
 
     g = ground_catalog(ex.spec.catalog, ex.prompt)
@@ -91,10 +94,13 @@ def alert_leaves(ex):
         m = c.metric
         yield "metric", m.name, m.name in g.metrics
         t = c.threshold
-        yield "threshold", t.canonical(), (g.thresholds is None or t.value in g.thresholds) and (
+        unit = _value_range(g.metrics[m.name], m.aggregation)[0]
+        allowed = g.thresholds_for(unit)
+        yield "threshold", t.canonical(), (allowed is None or t.value in allowed) and (
             not g.units or t.unit is not None or g.metrics[m.name].unit is None or m.aggregation == "count")
+        yield "comparison", c.op, g.comparators is None or c.op in g.comparators
         if m.aggregation:
-            yield "aggregation", m.aggregation, g.allows_aggregation(m.aggregation)
+            yield "aggregation", m.aggregation, g.allows_aggregation(m.aggregation, m.name)
         if m.window is not None:
             yield "window", str(m.window), str(m.window.canonical()) in g.windows()
     if rule.hold is not None:
@@ -111,6 +117,8 @@ def alert_leaves(ex):
             yield "severity", a.severity, g.severities is None or a.severity in g.severities
         elif isinstance(a, Page):
             yield "team", a.team, g.teams is None or a.team in g.teams
+    # the whole rule against every grounding rule the validators check (its shape, each label key once...)
+    yield "whole rule", ex.target, run_validators(validators_for(ex.spec.grounded(ex.prompt)), ex.target) == []
 
 
 def main() -> None:

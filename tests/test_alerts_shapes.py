@@ -149,6 +149,37 @@ def test_a_stated_window_that_is_no_hold_time_is_written(spec, vocab):
                              "60 minutes").catalog.window_required
 
 
+def test_an_aggregation_goes_with_the_metric_named_after_it(spec, alerts_catalog, vocab):
+    from structgen.validators.alerts.grounded import metric_aggregations
+
+    pairs = metric_aggregations(alerts_catalog, EITHER)
+    assert pairs["http.latency"] == ("p95",) and pairs["http.requests.5xx"] == ()
+    # "free memory" is mem.free (the longer phrase), not disk.free
+    assert metric_aggregations(alerts_catalog, "page ops when the average free memory is below 100 MB")["mem.free"] == ("avg",)
+    # an aggregation before no metric goes with every one: "more than 50 errors within 10 min" is a sum
+    assert "sum" in metric_aggregations(alerts_catalog, "page ops if there are more than 50 server errors within "
+                                                        "10 min")["http.requests.5xx"]
+    g = spec.grounded(EITHER)
+    c = compile_spec(g, vocab)
+    moved = 'when env == "prod" and (http.latency > 500ms or p95(http.requests.5xx) > 10) then notify "#db" severity high'
+    assert not c.accepts(vocab.encode(moved) + [vocab.eos_id])
+    assert any("of another metric" in i.message for i in run_validators(validators_for(g), moved))
+
+
+def test_pages_names_a_team_and_a_window_is_no_hold_time(spec, alerts_catalog, vocab):
+    g = ground_catalog(alerts_catalog, "can you set up an alert that pages ops whenever the mean 5xx error rate is above 20?")
+    assert g.teams == ("ops",) and g.channels == () and g.every_action
+    g = spec.grounded("metric: the maximum memory usage over half an hour\ncondition: rises above 90% for 60 minutes\n"
+                      "scope: on web-2\naction: page the web on-call")
+    assert g.catalog.windows() == ["30m"] and g.catalog.hold_times() == ["1h"]
+    c = compile_spec(g, vocab)
+    ok = 'when host == "web-2" and max(mem.used[30m]) > 90% for 1h then page "web"'
+    assert c.accepts(vocab.encode(ok) + [vocab.eos_id]) and run_validators(validators_for(g), ok) == []
+    wrong = ok.replace("[30m]", "[1h]")
+    assert not c.accepts(vocab.encode(wrong) + [vocab.eos_id])
+    assert any("it is the hold time" in i.message for i in run_validators(validators_for(g), wrong))
+
+
 DESCRIPTIONS = [EITHER, "Page dba when the average free memory drops below 100MB, unless the host is web-1 or web-3",
                 "anything over 75% cpu for web-1 or web-2 for two minutes is a high problem for #db"]
 

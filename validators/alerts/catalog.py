@@ -152,8 +152,16 @@ class AlertCatalog:
         return _tidy_within(self.max_hold, self.holds if self.holds is not None else self.durations)
 
     def windows(self) -> list[str]:
-        """The aggregation windows a rule may write (:func:`tidy_durations`, only ``durations`` when set)."""
-        return _tidy_within(self.max_window, self.durations)
+        """The aggregation windows a rule may write (:func:`tidy_durations`, only ``durations`` when set,
+        and of those no hold time when ``window_required``)."""
+        return _tidy_within(self.max_window, self.window_durations())
+
+    def window_durations(self) -> tuple[int, ...] | None:
+        """The durations (seconds) a window may span: ``durations``, less the ``holds`` when
+        ``window_required``; ``None``: any."""
+        if self.durations is None or not self.window_required:
+            return self.durations
+        return tuple(d for d in self.durations if d not in (self.holds or ()))
 
     def thresholds_for(self, unit: str | None) -> tuple[Decimal, ...] | None:
         """The thresholds a value in ``unit`` may be compared with: the numbers the description writes in
@@ -191,7 +199,8 @@ class AlertCatalog:
                 items = f'"[" {_distinct_lists(lines, f"narrow_list_{i}{suffix}", values, self.whole_lists)} "]"'
             else:
                 items = f'"[" {v} (", " {v})* "]"'
-            out.append(f'{k} " " {eq} " " {v}')
+            if not (self.labels_once and len(values) > 1):  # tested once: every value it names, in a list
+                out.append(f'{k} " " {eq} " " {v}')
             out += [f'{k} " " "in" " " {items}'] if plain else []
             out += [f'{k} " " "not" " " "in" " " {items}'] if negated else []
         return out

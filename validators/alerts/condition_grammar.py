@@ -82,10 +82,9 @@ def rule_rules(cat: AlertCatalog, lines: list[str], required: str, agg_metrics: 
     rules it needs go to ``lines``; none when nothing is required."""
     labelled = cat.labels is None or bool(cat.labels)
     keyed = cat.labels_once and cat.labels is not None and len(cat.labels) <= 3
-    if keyed:  # each key's tests once: a test, tests of it joined by `or`, or (negation allowed) `not` a test
+    if keyed:  # each key tested once (every value it names, ``AlertCatalog._label_matches``), or `not` that test
         for i in range(len(cat.labels)):
-            lines.append(f'narrow_keyed_{i}: narrow_key_{i} | "(" narrow_key_{i} (" or " narrow_key_{i})+ ")"' +
-                         (f' | "not" " " narrow_keyed_{i}' if cat.negation else ""))
+            lines.append(f"narrow_keyed_{i}: narrow_key_{i}" + (f' | "not" " " narrow_keyed_{i}' if cat.negation else ""))
     elif labelled and (cat.single_comparison or cat.either):
         # a label test, negated where negation is allowed, or label tests joined by `or` in parentheses
         lines.append('narrow_lab: label_match | "(" narrow_lab (" or " narrow_lab)+ ")"' +

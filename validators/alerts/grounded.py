@@ -114,9 +114,10 @@ _GENERIC = frozenset({"http", "requests", "rate", "total", "count", "value", "us
 
 
 def _team_phrase(team: str, source: str) -> bool:
-    """Whether ``source`` names ``team`` as a team: "page (the) ops", "the ops team", "the ops on-call"."""
+    """Whether ``source`` names ``team`` as a team: "page (the) ops" ("pages ops"), "the ops team", "the ops
+    on-call"."""
     t = re.escape(team)
-    return re.search(rf"\bpaged?\s+(?:the\s+)?{t}(?![\w-])|(?<![\w#-]){t}\s+(?:team|on-call)\b", source,
+    return re.search(rf"\bpag(?:e|es|ed|ing)\s+(?:the\s+)?{t}(?![\w-])|(?<![\w#-]){t}\s+(?:team|on-call)\b", source,
                      re.IGNORECASE) is not None
 
 

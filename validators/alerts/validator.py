@@ -176,8 +176,11 @@ class AlertRulesValidator:
             issue(f"the description names no {m.aggregation} aggregation; compare {m.name} itself", m.span, "metric")
         elif m.aggregation is not None and not cat.allows_aggregation(m.aggregation, m.name):
             issue(f"the description names the {m.aggregation} of another metric, not of {m.name}", m.span, "metric")
-        if m.window is not None and cat.durations is not None and m.window.seconds not in cat.durations:
-            issue(f"the window [{m.window}] is no duration the description states", m.window.span, "window")
+        windows = cat.window_durations()
+        if m.window is not None and windows is not None and m.window.seconds not in windows:
+            issue(f"the window [{m.window}] is no duration the description states" +
+                  (" for a window (it is the hold time)" if m.window.seconds in (cat.durations or ()) else ""),
+                  m.window.span, "window")
         # the unit of the aggregated value, and the threshold in that unit
         unit, lo, hi = _value_range(info, m.aggregation)
         if cat.units and unit is not None and t.unit is None:
@@ -279,6 +282,9 @@ def _shape_issues(cat: AlertCatalog, rule: AlertRule) -> list[tuple[str, Span | 
                 how = "once" if tested.count(key) else f"too ({', '.join(values or ())})"
                 out.append((f"the description names {key!r}; test it {how}, and'ed with the rest",
                             rule.condition.span))
+            elif {v for m in rule.label_matches() if m.key == key for v in m.values} != set(values or ()):
+                out.append((f"the description names {', '.join(values or ())} of {key!r}; test every one, in one "
+                            "list", rule.condition.span))
     return out
 
 
