@@ -19,6 +19,9 @@ restricts the strings of a JSON Schema spec to what the request states:
   ``117k``, ``three``; ``two hours`` states 2 and 120, its minutes) that its bounds allow (``STATED_KEY``);
 * a string ``enum`` is one of the choices the request names in words (``stated_choices``: "in Fahrenheit"
   names ``fahrenheit``, "premium economy" ``premium_economy`` and not ``economy``) (``STATED_KEY``);
+* of a pair of direction fields (``origin``/``destination``, ``from_currency``/``to_currency``), each allows
+  no stated value the request gives the other role ("based in Wien (VIE)" is an origin, "the CHF
+  equivalent" a target currency: ``structgen.roles``);
 * an optional property with a ``default`` whose value would be a number, an e-mail, a date or a patterned
   string (or a list of them) of which the request states none (``unstated``) is its default alone
   (``const``): "It's for Car service" states no duration, so ``duration_minutes`` is left out or 30.
@@ -56,6 +59,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .spec import JsonSchema
+from .roles import split_by_role
 from .stated_numbers import stated_numbers
 
 GROUND_KEY = "x-structgen-quoted-from"
@@ -276,6 +280,7 @@ def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
             out["properties"] = {k: _default_only(sub) if k not in required and isinstance(sub, dict)
                                  and "default" in sub and unstated(sub, source) else out["properties"][k]
                                  for k, sub in node["properties"].items()}
+            out["properties"] = split_by_role(out["properties"], source)
         return out
 
     return walk(schema, True)
