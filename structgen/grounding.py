@@ -22,6 +22,8 @@ restricts the strings of a JSON Schema spec to what the request states:
 * of a pair of direction fields (``origin``/``destination``, ``from_currency``/``to_currency``), each allows
   no stated value the request gives the other role ("based in Wien (VIE)" is an origin, "the CHF
   equivalent" a target currency: ``structgen.roles``);
+* a schema's only e-mail field, a list, is every address the request states, in its order (``const``, and
+  required: ``structgen.every_address``);
 * an optional property with a ``default`` whose value would be a number, an e-mail, a date or a patterned
   string (or a list of them) of which the request states none (``unstated``) is its default alone
   (``const``): "It's for Car service" states no duration, so ``duration_minutes`` is left out or 30.
@@ -59,6 +61,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .spec import JsonSchema
+from .every_address import address_lists, every_address
 from .roles import split_by_role
 from .stated_numbers import stated_numbers
 
@@ -263,7 +266,12 @@ def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
     does not state (``unstated``) may only be its default (``const``: left out or written, the same value);
     a subschema equal to one of ``exempt`` is left whole (a turn's free reply, ``agent.turn.CONTENT_SCHEMA``)."""
 
+    lists = address_lists(schema)
+
     def walk(node: Any, is_schema: bool) -> Any:
+        for obj, key in lists:
+            if node is obj:
+                node = every_address(node, key, source)
         if isinstance(node, list):
             return [walk(x, is_schema) for x in node]
         if not isinstance(node, dict) or (is_schema and any(node == e for e in exempt)):

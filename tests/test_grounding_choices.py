@@ -127,7 +127,7 @@ def test_ruled_out_narrows_the_one_place_and_nothing_it_shares():
     assert ruled_out(g, v, [(("tags", 0), "EQX")]) is None  # an array's items are shared: not narrowed
     from structgen.agent.tools import tool_call_spec
 
-    src = "Find flights from Lima (LIM) to Oslo (OSL) on March 3rd 2027"
+    src = "Find flights between Lima (LIM) and Oslo (OSL) on March 3rd 2027"  # no roles (structgen.roles)
     call = Grounded(tool_call_spec(TOOLS), src).schema
     value = {"name": "search_flights", "arguments": {"origin": "OSL", "destination": "OSL", "date": "2027-03-03"}}
     out = ruled_out(call, value, [(("arguments", "destination"), "OSL")])

@@ -1,0 +1,125 @@
+"""Grounding across fields (``structgen.roles``, ``structgen.every_address``): a pair of direction fields
+takes each stated value in the role the request gives it, and a schema's only e-mail list holds every address
+the request states. Both through the real compiled constraint and the validator; the task data's gold calls
+stay allowed; random logits release only calls that keep the rules."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from schema_strategies import grounded_decoding, grounded_runs
+
+import structgen as sg
+from structgen.constraints import compile as compile_spec
+from structgen.every_address import address_lists
+from structgen.grounding import EXCLUDE_KEY, Grounded, ground_schema
+from structgen.roles import direction_pair, value_roles
+from structgen.validators import run_validators, validators_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from tools import TOOLS  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+FLIGHTS = {"type": "object", "properties": {
+    "origin": {"type": "string", "pattern": "^[A-Z]{3}$"}, "destination": {"type": "string", "pattern": "^[A-Z]{3}$"},
+    "passengers": {"type": "integer", "minimum": 1, "maximum": 9}},
+    "required": ["origin", "destination"], "additionalProperties": False}
+MEETING = "My meeting is in Madrid (MAD) on April 15 and I'm based in København (CPH). What flights are there?"
+
+
+@pytest.mark.parametrize("text, roles", [
+    (MEETING, {"MAD": "to", "CPH": "from"}),
+    ("My hotel bill came to 2720.51 Mexican pesos; what does that come to in GBP?", {"MXN": "from", "GBP": "to"}),
+    ("Quote me the CHF equivalent of 10,021.96 pounds.", {"CHF": "to", "GBP": "from"}),
+    ("My hotel bill came to $7,441; what does that come to in SEK?", {"USD": "from", "SEK": "to"}),
+    ("Flying out of Chicago (ORD) on 2026-03-14, heading to Tokyo (HND)", {"ORD": "from", "HND": "to"}),
+    ("Convert 1,250 Swedish kronor to euros", {"SEK": "from", "EUR": "to"}),
+    ("flights from JFK to LAX", {"JFK": "from", "LAX": "to"}),
+    ("compare JFK and LAX", {}),  # no cue: no role
+])
+def test_the_role_of_a_value_is_read_from_the_words_around_it(text, roles):
+    assert value_roles(list(roles) or ["JFK", "LAX"], text) == roles
+
+
+def test_direction_pairs_are_one_field_of_each_role():
+    assert direction_pair(FLIGHTS["properties"]) == ("origin", "destination")
+    assert direction_pair({"from_currency": {}, "to_currency": {}, "amount": {}}) == ("from_currency", "to_currency")
+    assert direction_pair({"to": {}, "subject": {}}) is None  # a recipient list has no partner
+    assert direction_pair({"origin": {}, "source": {}, "destination": {}}) is None  # two of one role
+
+
+def test_each_direction_field_allows_no_value_of_the_other_role(tok4k, vocab):
+    marked = ground_schema(FLIGHTS, MEETING)["properties"]
+    assert marked["origin"][EXCLUDE_KEY] == ["MAD"] and marked["destination"][EXCLUDE_KEY] == ["CPH"]
+    g = Grounded(sg.JsonSchema(FLIGHTS), MEETING)
+    c = compile_spec(g, vocab)
+    ok, swapped = '{"origin": "CPH", "destination": "MAD"}', '{"origin": "MAD", "destination": "CPH"}'
+    assert c.accepts(tok4k(ok, add_special_tokens=False)["input_ids"])
+    assert not c.accepts(tok4k(swapped, add_special_tokens=False)["input_ids"])
+    assert run_validators(validators_for(g), ok) == [] and run_validators(validators_for(g), swapped)
+    # a field left with no value of its own role is not narrowed: "heading to Bogotá" states no code
+    marked = ground_schema(FLIGHTS, "Flying out of MUC on Mar 28, heading to Bogotá")["properties"]
+    assert EXCLUDE_KEY not in marked["destination"] and EXCLUDE_KEY not in marked["origin"]
+
+
+def test_a_schema_s_only_address_list_holds_every_stated_address(tok4k, vocab):
+    request = "Sprint planning // guests: liam@example.org, ben.l@globex.example and ali@acme.test"
+    schema = {"type": "object", "properties": {"title": {"type": "string"}, "attendees": {
+        "type": "array", "items": {"type": "string", "format": "email"}, "maxItems": 8, "default": []}},
+        "required": ["title"]}
+    g = Grounded(sg.JsonSchema(schema), request)
+    assert g.schema["properties"]["attendees"]["const"] == ["liam@example.org", "ben.l@globex.example", "ali@acme.test"]
+    assert "attendees" in g.schema["required"]
+    c = compile_spec(g, vocab)
+    whole = '{"title": "Sprint planning", "attendees": ["liam@example.org", "ben.l@globex.example", "ali@acme.test"]}'
+    for bad in (whole.replace(', "ben.l@globex.example"', ""), '{"title": "Sprint planning"}'):
+        assert not c.accepts(tok4k(bad, add_special_tokens=False)["input_ids"]), bad
+        assert run_validators(validators_for(g), bad), bad
+    assert c.accepts(tok4k(whole, add_special_tokens=False)["input_ids"])
+    # two e-mail fields, or more addresses than maxItems: left as it was
+    two = {**schema, "properties": {**schema["properties"], "owner": {"type": "string", "format": "email"}}}
+    assert address_lists(two) == []
+    few = {**schema, "properties": {**schema["properties"], "attendees": {**schema["properties"]["attendees"],
+                                                                           "maxItems": 2}}}
+    assert "const" not in ground_schema(few, request)["properties"]["attendees"]
+    # a tool-call schema: each tool on its own
+    assert sorted(k for _, k in address_lists(sg.ToolCallSpec(TOOLS).schema)) == ["attendees", "to"]
+
+
+@pytest.mark.parametrize("split", ["train", "heldout"])
+def test_gold_calls_keep_their_roles_and_addresses(split):
+    """No gold call of the task data has a direction value ruled out of its field, or an address list other
+    than the one grounding makes it."""
+    from structgen.train.data import tool_calls
+
+    checked = 0
+    for ex in tool_calls.examples(split, 120, seed=3):
+        gold = json.loads(ex.target)
+        marked = ground_schema(ex.spec.tool(gold["name"]).schema, ex.prompt)["properties"]
+        for key, node in marked.items():
+            if EXCLUDE_KEY in node:
+                assert gold["arguments"].get(key) not in node[EXCLUDE_KEY], (ex.prompt, key)
+                checked += 1
+            if "const" in node and node.get("$comment", "").startswith("structgen grounding: every address"):
+                assert gold["arguments"].get(key) == node["const"], (ex.prompt, key)
+                checked += 1
+    assert checked > 20
+
+
+@pytest.mark.timeout(600)
+@grounded_runs()
+@given(request=st.sampled_from([MEETING, "Flying out of Chicago (ORD), heading to Tokyo (HND), party of 3"]),
+       decoding=grounded_decoding())
+def test_random_logits_never_swap_the_roles(release_grounded, request, decoding):
+    r = release_grounded(request, sg.JsonSchema(FLIGHTS), 48, **decoding)
+    if r is None:
+        return
+    call = json.loads(r.text)
+    roles = value_roles([call["origin"], call["destination"]], request)
+    assert roles.get(call["origin"]) != "to" and roles.get(call["destination"]) != "from", r.text
