@@ -22,8 +22,13 @@ restricts the strings of a JSON Schema spec to what the request states:
 * of a pair of direction fields (``origin``/``destination``, ``from_currency``/``to_currency``), each allows
   no stated value the request gives the other role ("based in Wien (VIE)" is an origin, "the CHF
   equivalent" a target currency: ``structgen.roles``);
+* a free-text field the request names a double-quoted span as ("put "Flight change" in the subject line") is
+  that span (``const``: ``structgen.named_quotes``);
 * a schema's only e-mail field, a list, is every address the request states, in its order (``const``, and
   required: ``structgen.every_address``);
+* an optional ``enum`` property of which the request names a choice is written; of a union of objects (a
+  tool-call schema's tools), a branch that requires a value of a stated kind the request states none of is
+  dropped while another is left (``structgen.grounding_fields``);
 * an optional property with a ``default`` whose value would be a number, an e-mail, a date or a patterned
   string (or a list of them) of which the request states none (``unstated``) is its default alone
   (``const``): "It's for Car service" states no duration, so ``duration_minutes`` is left out or 30.
@@ -62,7 +67,7 @@ from typing import Any
 from .errors import ConfigError
 from .spec import JsonSchema
 from .every_address import address_lists, every_address
-from .roles import split_by_role
+from .grounding_fields import feasible_branches, ground_properties
 from .stated_numbers import stated_numbers
 
 GROUND_KEY = "x-structgen-quoted-from"
@@ -262,9 +267,11 @@ def unstated(node: Any, source: str) -> bool:
 
 def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
     """A copy of ``schema`` with every groundable string subschema marked with ``GROUND_KEY: source`` and every
-    statable one with ``STATED_KEY: source``; an optional property with a ``default`` whose value the source
-    does not state (``unstated``) may only be its default (``const``: left out or written, the same value);
-    a subschema equal to one of ``exempt`` is left whole (a turn's free reply, ``agent.turn.CONTENT_SCHEMA``)."""
+    statable one with ``STATED_KEY: source``, and the rules across fields and branches applied
+    (``structgen.grounding_fields``: an optional property with a ``default`` whose value the source does not
+    state, ``unstated``, may only be its default; direction roles; named quotes and choices; feasible
+    branches); a subschema equal to one of ``exempt`` is left whole (a turn's free reply,
+    ``agent.turn.CONTENT_SCHEMA``)."""
 
     lists = address_lists(schema)
 
@@ -284,11 +291,10 @@ def ground_schema(schema: Any, source: str, exempt: tuple = ()) -> Any:
             return {**node, STATED_KEY: source}
         out = {k: v if k in _DATA_KEYS else walk(v, k not in _SCHEMA_MAPS) for k, v in node.items()}
         if isinstance(node.get("properties"), dict):
-            required = node.get("required") if isinstance(node.get("required"), list) else []
-            out["properties"] = {k: _default_only(sub) if k not in required and isinstance(sub, dict)
-                                 and "default" in sub and unstated(sub, source) else out["properties"][k]
-                                 for k, sub in node["properties"].items()}
-            out["properties"] = split_by_role(out["properties"], source)
+            out = ground_properties(node, out, source)
+        for key in ("anyOf", "oneOf"):
+            if isinstance(out.get(key), list):
+                out[key] = feasible_branches(out[key], source)
         return out
 
     return walk(schema, True)

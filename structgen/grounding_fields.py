@@ -1,0 +1,75 @@
+"""Grounding across an object's fields and a union's branches (``structgen.grounding.ground_schema``).
+
+``ground_schema`` marks each field on its own; what needs the fields together is here:
+
+* **defaults** — an optional property with a ``default`` whose value the request does not state may only be
+  its default (``const``);
+* **roles** — each of a pair of direction fields allows no stated value of the other role
+  (``structgen.roles``);
+* **named quotes** — a free-text field the request names a quoted span as is that span
+  (``structgen.named_quotes``);
+* **named choices** — an optional ``enum`` property of which the request names a choice is written
+  ("business class if possible": ``cabin`` is required, and ``business``);
+* **feasible branches** — of a union (``anyOf``/``oneOf``) of objects, such as a tool-call schema's tools, a
+  branch that requires values of stated kinds (numbers, dates, patterned codes, e-mails) of which the
+  request states not one is dropped while another branch is left: "Need to pack for Praha. Temperature
+  outlook pls" states no amount and no currency, so it cannot be a ``convert_currency`` call (one stated
+  value keeps a branch: "flights from Porto to Barcelona on April 20" names no airport code but a date).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ground_properties", "feasible_branches"]
+
+
+def ground_properties(node: dict, out: dict, source: str) -> dict:
+    """``out`` (the marked copy of object subschema ``node``) with the rules of the module docstring applied
+    to its ``properties`` and ``required``."""
+    from .grounding import GROUND_KEY, STATED_KEY, _default_only, _email_only, stated_for, unstated
+    from .named_quotes import name_quotes
+    from .roles import split_by_role
+
+    required = node.get("required") if isinstance(node.get("required"), list) else []
+    props = {k: _default_only(sub) if k not in required and isinstance(sub, dict) and "default" in sub
+             and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
+    props = name_quotes(split_by_role(props, source), source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
+    named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
+             and "enum" in sub and stated_for(sub, source)]
+    result = {**out, "properties": props}
+    if named:
+        result["required"] = [*(out.get("required") or []), *named]
+    return result
+
+
+def _required_kinds(node: Any, source: str, depth: int = 0) -> list[bool]:
+    """For each value of a stated kind that a marked object subschema requires (through required object
+    properties and non-empty arrays), whether ``source`` states one (a date-time counts as stated where a
+    date is)."""
+    from .grounding import STATED_KEY, _email_only, _stated_kind, emails_in, stated_for, stated_values
+
+    if not isinstance(node, dict) or depth > 8:
+        return []
+    if STATED_KEY in node or _stated_kind(node):
+        return [bool(stated_for(node, source)) or (node.get("format") == "date-time"
+                                                   and bool(stated_values(source, "date")))]
+    if _email_only(node):
+        return [bool(emails_in(source, node.get("pattern")))]
+    items = node.get("items")
+    if node.get("type") == "array" and node.get("minItems", 0) >= 1 and isinstance(items, dict):
+        return _required_kinds(items, source, depth + 1)
+    props = node.get("properties")
+    required = node.get("required") if isinstance(node.get("required"), list) else []
+    if isinstance(props, dict):
+        return [s for k in required for s in _required_kinds(props.get(k), source, depth + 1)]
+    return []
+
+
+def feasible_branches(branches: list, source: str) -> list:
+    """``branches`` (marked) without those whose required values ``source`` cannot state, unless that
+    leaves none; only a union of objects is narrowed."""
+    if len(branches) < 2 or not all(isinstance(b, dict) and isinstance(b.get("properties"), dict) for b in branches):
+        return branches
+    kept = [b for b in branches if any(_required_kinds(b, source)) or not _required_kinds(b, source)]
+    return kept or branches
