@@ -1,7 +1,10 @@
-"""Grounding across fields (``structgen.roles``, ``structgen.every_address``): a pair of direction fields
-takes each stated value in the role the request gives it, and a schema's only e-mail list holds every address
-the request states. Both through the real compiled constraint and the validator; the task data's gold calls
-stay allowed; random logits release only calls that keep the rules."""
+"""Grounding across fields and branches (``structgen.roles``, ``structgen.every_address``,
+``structgen.named_quotes``, ``structgen.grounding_fields``): a pair of direction fields takes each stated value
+in the role the request gives it, a schema's only e-mail list holds every address the request states, a
+field the request names a quoted span as is that span, an optional enum whose choice it names is written, and
+a tool none of whose required stated values it states is not called. Through the real compiled constraint
+and the validator; the task data's gold calls stay allowed; random logits release only calls that keep the
+rules."""
 
 from __future__ import annotations
 
@@ -90,6 +93,62 @@ def test_a_schema_s_only_address_list_holds_every_stated_address(tok4k, vocab):
     assert "const" not in ground_schema(few, request)["properties"]["attendees"]
     # a tool-call schema: each tool on its own
     assert sorted(k for _, k in address_lists(sg.ToolCallSpec(TOOLS).schema)) == ["attendees", "to"]
+
+
+def test_a_quoted_span_the_request_names_as_a_field_is_that_field(tok4k, vocab):
+    from structgen.named_quotes import named_quote
+
+    request = 'Let ana@example.org know "See you at noon." - and put "Flight change" in the subject line.'
+    assert named_quote(request, "subject") == "Flight change" and named_quote(request, "body") is None
+    assert named_quote('mail bo@x.org subject: "Q3 review" body: "Numbers attached"', "subject") == "Q3 review"
+    assert named_quote('mail bo@x.org subject "A" and "B" as the subject', "subject") is None  # two: neither
+    schema = {"type": "object", "properties": {"subject": {"type": "string", "maxLength": 80},
+                                               "body": {"type": "string"}}, "required": ["subject", "body"]}
+    g = Grounded(sg.JsonSchema(schema), request)
+    c = compile_spec(g, vocab)
+    ok = '{"subject": "Flight change", "body": "See you at noon."}'
+    swapped = '{"subject": "See you at noon.", "body": "Flight change"}'
+    assert c.accepts(tok4k(ok, add_special_tokens=False)["input_ids"])
+    assert not c.accepts(tok4k(swapped, add_special_tokens=False)["input_ids"])
+    assert run_validators(validators_for(g), swapped) and run_validators(validators_for(g), ok) == []
+    short = {**schema, "properties": {**schema["properties"], "subject": {"type": "string", "maxLength": 5}}}
+    assert "const" not in ground_schema(short, request)["properties"]["subject"]  # too long for it: left alone
+
+
+def test_a_named_choice_is_written_and_a_tool_with_nothing_stated_is_not_called(tok4k, vocab):
+    tools = sg.ToolCallSpec(TOOLS)
+    request = "Flying out of Göteborg (GOT) on 5 Mar 2025, heading to Helsinki (HEL), business class if possible"
+    marked = ground_schema(tools.schema, request)
+    flights = next(b for b in marked["anyOf"] if b["properties"]["name"] == {"const": "search_flights"})
+    assert "cabin" in flights["properties"]["arguments"]["required"]
+    c = compile_spec(Grounded(tools, request), vocab)
+    call = '{"name": "search_flights", "arguments": {"origin": "GOT", "destination": "HEL", "date": "2025-03-05"%s}}'
+    assert c.accepts(tok4k(call % ', "cabin": "business"', add_special_tokens=False)["input_ids"])
+    assert not c.accepts(tok4k(call % "", add_special_tokens=False)["input_ids"])
+    # no amount, no currency, no date, no code, no address: only tools of free text are left
+    names = [b["properties"]["name"]["const"] for b in ground_schema(tools.schema, "Need to pack for Praha. "
+                                                                     "Temperature outlook pls")["anyOf"]]
+    assert names == ["get_weather", "delete_file"]
+    # one stated value keeps a tool: a date, though no airport code
+    names = [b["properties"]["name"]["const"] for b in ground_schema(
+        tools.schema, "Look up six seats on a flight from Porto to Barcelona for Monday, April 20, 2026.")["anyOf"]]
+    assert "search_flights" in names
+    g = Grounded(tools, "Need to pack for Praha. Temperature outlook pls")
+    bad = '{"name": "convert_currency", "arguments": {"amount": 222, "from_currency": "USD", "to_currency": "GBP"}}'
+    assert run_validators(validators_for(g), bad)
+
+
+@pytest.mark.parametrize("split", ["train", "heldout"])
+def test_gold_calls_keep_their_tool_and_required_arguments(split):
+    """Of the task data's gold calls, none has its tool dropped or leaves out an argument grounding requires."""
+    from structgen.train.data import tool_calls
+
+    for ex in tool_calls.examples(split, 120, seed=4):
+        gold = json.loads(ex.target)
+        branches = {b["properties"]["name"]["const"]: b for b in ground_schema(ex.spec.schema, ex.prompt)["anyOf"]}
+        assert gold["name"] in branches, ex.prompt
+        required = branches[gold["name"]]["properties"]["arguments"].get("required", [])
+        assert set(required) <= set(gold["arguments"]), (ex.prompt, required)
 
 
 @pytest.mark.parametrize("split", ["train", "heldout"])
