@@ -10,7 +10,9 @@ whitespace nor a comma, semicolon or opening bracket, where a letter or digit is
 and not inside a joined word: ``2025-`` of ``2025-10-01``, ``7`` of ``7.5`` and ``117`` of ``117,000`` are no
 parts). ``chair`` out of ``chairs`` is therefore not a quote: a singular is a conversion. What the text
 puts in double quotes is one part: a part neither starts nor ends inside it (``quoted_interiors``). A part
-is never empty: ``""`` says nothing the request says. ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
+is never empty: ``""`` says nothing the request says; it neither starts nor ends with a token of symbols only
+(``//``, ``-``), and its round and square brackets pair up (``balanced``: no ``"budget (copy"``, no
+``"notes) that says"``). ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
 over the text as a JSON string body writes it (escaped, UTF-8), for ``grounded_dfa``'s product:
 
 * the trie of the escaped suffixes that start at a word, minimised by merging nodes with the same
@@ -39,7 +41,41 @@ def word_starts(text: str) -> tuple[int, ...]:
     """The indices where a quoted part of ``text`` may start (module doc)."""
     inside = quoted_interiors(text)
     return tuple(k for k, c in enumerate(text)
-                 if not c.isspace() and (k == 0 or _opens(text[k - 1])) and k not in inside)
+                 if not c.isspace() and (k == 0 or _opens(text[k - 1])) and k not in inside
+                 and _wordy(_token(text, k, k + 1)))
+
+
+def _token(text: str, a: int, b: int) -> str:
+    """The whitespace-delimited token of ``text`` around ``text[a:b]``."""
+    while a > 0 and not text[a - 1].isspace():
+        a -= 1
+    while b < len(text) and not text[b].isspace():
+        b += 1
+    return text[a:b]
+
+
+def _wordy(token: str) -> bool:
+    """Whether a token holds a letter or a digit: a part neither starts nor ends with a token of symbols only
+    (``//``, ``-``, ``::``: "Lunch with Ana //" is no part)."""
+    return any(c.isalnum() for c in token)
+
+
+_PAIRS = {ord(")"): ord("("), ord("]"): ord("[")}
+
+
+def balanced(value: bytes | str) -> bool | None:
+    """Whether ``value``'s round and square brackets pair up (``"budget (copy"`` and ``"notes) that says"`` do
+    not); ``None`` when a closing bracket comes first (no extension of the value can pair up)."""
+    data = value.encode("utf-8") if isinstance(value, str) else value
+    depth: list[int] = []
+    for b in data:
+        if b in (0x28, 0x5B):
+            depth.append(b)
+        elif b in _PAIRS:
+            if not depth or depth[-1] != _PAIRS[b]:
+                return None
+            depth.pop()
+    return not depth
 
 
 _QUOTED = re.compile(r'"[^"\n]+"|\u201c[^\u201d\n]+\u201d')
@@ -65,7 +101,7 @@ def _ends(text: str, j: int) -> bool:
     before a joiner, or a comma between digits, that joins it to more (``7`` of ``7.5``, ``ana`` of
     ``ana.okafor@...``, ``117`` of ``117,000``)."""
     prev = text[j - 1]
-    if prev.isspace() or prev in OPEN_ENDS or j in quoted_interiors(text):
+    if prev.isspace() or prev in OPEN_ENDS or j in quoted_interiors(text) or not _wordy(_token(text, j - 1, j)):
         return False
     if j == len(text):
         return True
@@ -90,7 +126,8 @@ def is_quoted(value: str, text: str) -> bool:
         return False
     if not word_rule(text):
         return value in text
-    return any(text.startswith(value, k) and _ends(text, k + len(value)) for k in word_starts(text))
+    return bool(balanced(value)) and any(text.startswith(value, k) and _ends(text, k + len(value))
+                                         for k in word_starts(text))
 
 
 def escaped(text: str) -> tuple[bytes, list[int]]:
@@ -128,15 +165,23 @@ class QuoteAutomaton:
         children: list[dict[int, int]] = [{}]
         final = [False]  # the empty value is no part
         for k in word_starts(text):
-            node = 0
+            node, opened = 0, []
             for p in range(offsets[k], len(data)):
+                b = data[p]
+                if b in (0x28, 0x5B):
+                    opened.append(b)
+                elif b in _PAIRS:
+                    if not opened or opened[-1] != _PAIRS[b]:
+                        break  # a bracket closed before it opened: no longer value from here is a part
+                    opened.pop()
                 nxt = children[node].get(data[p])
                 if nxt is None:
                     nxt = len(children)
                     children[node][data[p]] = nxt
                     children.append({})
                     final.append(False)
-                final[nxt] = final[nxt] or ends.get(p + 1, False)  # any occurrence that ends at a word's end
+                # any occurrence that ends at a word's end with its brackets paired
+                final[nxt] = final[nxt] or (not opened and ends.get(p + 1, False))
                 node = nxt
         return cls(*_minimised(children, final), data)
 
