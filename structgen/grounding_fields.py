@@ -8,6 +8,8 @@
   (``structgen.roles``);
 * **named quotes** — a free-text field the request names a quoted span as is that span
   (``structgen.named_quotes``);
+* **named numbers** — of several number fields, one the request names a number as ("a depth of 66 km":
+  ``depth_km``) takes the numbers it names, and the others do not (``structgen.named_numbers``);
 * **named choices** — an optional ``enum`` property of which the request names a choice is written
   ("business class if possible": ``cabin`` is required, and ``business``);
 * **feasible branches** — of a union (``anyOf``/``oneOf``) of objects, such as a tool-call schema's tools, a
@@ -28,6 +30,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     """``out`` (the marked copy of object subschema ``node``) with the rules of the module docstring applied
     to its ``properties`` and ``required``."""
     from .grounding import GROUND_KEY, STATED_KEY, _default_only, _email_only, stated_for, unstated
+    from .named_numbers import split_by_name
     from .named_quotes import name_quotes
     from .roles import split_by_role
 
@@ -35,6 +38,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     props = {k: _default_only(sub) if k not in required and isinstance(sub, dict) and "default" in sub
              and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
     props = name_quotes(split_by_role(props, source), source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
+    props = split_by_name(props, source)
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
     result = {**out, "properties": props}

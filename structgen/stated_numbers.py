@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["COUNT", "count_of", "number_mentions", "stated_numbers"]
+__all__ = ["COUNT", "count_of", "number_mentions", "number_places", "stated_numbers"]
 
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
           "sixteen seventeen eighteen nineteen").split()
@@ -72,9 +72,9 @@ def stated_numbers(text: str) -> list[int | float]:
 
 
 @functools.lru_cache(maxsize=256)
-def number_mentions(text: str) -> dict[int | float, int]:
-    """How many times ``text`` states each of its numbers, in order of first mention (a duration's count
-    and its minutes are one mention each)."""
+def number_places(text: str) -> tuple[tuple[int, int, int | float], ...]:
+    """(start, end, value) of each number ``text`` states (see the module doc), in order; a duration gives
+    its count and its converted value at one place."""
     from .constraints.placeholders import EMAIL
     from .request_notes import notes
 
@@ -85,20 +85,30 @@ def number_mentions(text: str) -> dict[int | float, int]:
     def free(m: re.Match) -> bool:
         return not any(a < m.end() and m.start() < b for a, b in blocked)
 
-    found: list[tuple[int, int | float]] = []
+    found: list[tuple[int, int, int | float]] = []
     for m in _DURATION.finditer(text):
         if not free(m):
             continue
         n = 0.5 if m["half"] else 0.25 if m["quarter"] else count_of(m)
         n += 0.5 if m["and_half"] else 0.0
         per = 7 if m["unit"].lower().startswith("w") else 60
-        found += [(m.start(), n * per), (m.start(), n)]
+        found += [(m.start(), m.end(), n * per), (m.start(), m.end(), n)]
     for m in _NUMBER.finditer(text):
         if m["one"] or not free(m):
             continue
         n = count_of(m) * _MULTIPLIERS.get((m["mult"] or "").lower(), 1)
-        found.append((m.start(), -n if m["sign"] else n))
+        found.append((m.start(), m.end(), -n if m["sign"] else n))
+    places: dict[tuple, int] = {}  # (start, value) -> end: one place per value at a start
+    for a, b, v in found:
+        places.setdefault((a, _plain(v)), b)
+    return tuple(sorted(((a, b, v) for (a, v), b in places.items()), key=lambda x: x[0]))
+
+
+@functools.lru_cache(maxsize=256)
+def number_mentions(text: str) -> dict[int | float, int]:
+    """How many times ``text`` states each of its numbers, in order of first mention (a duration's count
+    and its minutes are one mention each)."""
     counts: dict[int | float, int] = {}
-    for _, v in sorted(dict.fromkeys((at, _plain(v)) for at, v in found), key=lambda x: x[0]):
+    for _, _, v in number_places(text):
         counts[v] = counts.get(v, 0) + 1
     return counts
