@@ -138,6 +138,46 @@ def test_a_named_choice_is_written_and_a_tool_with_nothing_stated_is_not_called(
     assert run_validators(validators_for(g), bad)
 
 
+QUAKE = {"type": "object", "properties": {"magnitude": {"type": "number"}, "depth_km": {"type": "number"},
+                                          "injuries": {"type": "integer"}, "region": {"type": "string"}},
+         "required": ["magnitude", "depth_km", "injuries", "region"], "additionalProperties": False}
+NEWS = "BREAKING - A magnitude 7.5 earthquake struck near Hanoi at a depth of 66 km. Officials report 24 injuries."
+
+
+def test_a_number_the_request_names_as_a_field_is_that_field_s(tok4k, vocab):
+    from structgen.named_numbers import name_words, named_numbers
+
+    assert name_words("depthKm") == name_words("depth_km") == {"depth", "km"}
+    assert named_numbers({"magnitude": 0, "depth_km": 0, "injuries": 0}, NEWS) == {7.5: "magnitude", 66: "depth_km",
+                                                                                   24: "injuries"}
+    # "6 weeks (max. 19 students)": the weeks and the students; "four bedrooms, 3,027.00 EUR": not past a comma
+    assert named_numbers({"weeks": 0, "maxStudents": 0}, "over 6 weeks (max. 19 students)") == {
+        6: "weeks", 42: "weeks", 19: "maxStudents"}
+    assert named_numbers({"bedrooms": 0, "monthly_rent": 0}, "four bedrooms, 3,027.00 EUR/month") == {4: "bedrooms"}
+    g = Grounded(sg.JsonSchema(QUAKE), NEWS)
+    c = compile_spec(g, vocab)
+    ok = '{"magnitude": 7.5, "depth_km": 66, "injuries": 24, "region": "Hanoi"}'
+    assert c.accepts(tok4k(ok, add_special_tokens=False)["input_ids"]) and run_validators(validators_for(g), ok) == []
+    for bad in ('{"magnitude": 24, "depth_km": 66, "injuries": 24, "region": "Hanoi"}',
+                '{"magnitude": 7.5, "depth_km": 24, "injuries": 66, "region": "Hanoi"}'):
+        assert not c.accepts(tok4k(bad, add_special_tokens=False)["input_ids"]), bad
+        assert run_validators(validators_for(g), bad), bad
+
+
+def test_a_free_text_part_holds_a_word_that_names_something(tok4k, vocab):
+    from structgen.constraints.quote_automaton import has_content, is_quoted
+
+    text = "Adopt me: I'm Oskar, a female cat. Can I book Ben in?"
+    for bad in ("I'm", "Can", "in", "a"):
+        assert not has_content(bad) and not is_quoted(bad, text), bad
+    for ok in ("I'm Oskar", "Oskar", "a female cat", "Ben"):
+        assert is_quoted(ok, text), ok
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    c = compile_spec(Grounded(sg.JsonSchema(schema), text), vocab)
+    assert c.accepts(tok4k('{"name": "Oskar"}', add_special_tokens=False)["input_ids"])
+    assert not c.accepts(tok4k('{"name": "I\'m"}', add_special_tokens=False)["input_ids"])
+
+
 @pytest.mark.parametrize("split", ["train", "heldout"])
 def test_gold_calls_keep_their_tool_and_required_arguments(split):
     """Of the task data's gold calls, none has its tool dropped or leaves out an argument grounding requires."""

@@ -11,8 +11,9 @@ and not inside a joined word: ``2025-`` of ``2025-10-01``, ``7`` of ``7.5`` and 
 parts). ``chair`` out of ``chairs`` is therefore not a quote: a singular is a conversion. What the text
 puts in double quotes is one part: a part neither starts nor ends inside it (``quoted_interiors``). A part
 is never empty: ``""`` says nothing the request says; it neither starts nor ends with a token of symbols only
-(``//``, ``-``), and its round and square brackets pair up (``balanced``: no ``"budget (copy"``, no
-``"notes) that says"``). ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
+(``//``, ``-``), its round and square brackets pair up (``balanced``: no ``"budget (copy"``, no
+``"notes) that says"``), and it holds a word other than a function word (``has_content``: no ``"I'm"``,
+``"Can"``, ``"in"``). ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
 over the text as a JSON string body writes it (escaped, UTF-8), for ``grounded_dfa``'s product:
 
 * the trie of the escaped suffixes that start at a word, minimised by merging nodes with the same
@@ -61,6 +62,33 @@ def _wordy(token: str) -> bool:
 
 
 _PAIRS = {ord(")"): ord("("), ord("]"): ord("[")}
+#: words that name nothing on their own: a part holds at least one other word ("I'm", "Can", "in" are no
+#: name, city or reason)
+FUNCTION_WORDS = frozenset("""a an the and or but if so as at by for from in into of on onto to with without
+    i i'm i'd i'll i've me my mine you you're your yours he him his she her hers it it's its we our ours us they
+    them their theirs this that these those there here is are was were be been being am do does did have has
+    had can could would should will shall may might must not what which who whom whose when where why how
+    just very too also then than""".split())
+_WORDS = re.compile(r"\w+(?:['’]\w+)*")
+
+
+def has_content(value: str) -> bool:
+    """Whether ``value`` holds a word that is not a ``FUNCTION_WORDS`` one (a word with a digit always is)."""
+    return any(w.lower().replace("’", "'") not in FUNCTION_WORDS for w in _WORDS.findall(value))
+
+
+def _content_ends(text: str) -> list[float]:
+    """Per index ``k`` of ``text``, the end of the first content word (``has_content``) that starts at or
+    after ``k`` (infinity when none does): a part from ``k`` may end there or later."""
+    out, nxt = [float("inf")] * (len(text) + 1), float("inf")
+    words = [m for m in _WORDS.finditer(text) if has_content(m.group(0))]
+    i = len(words) - 1
+    for k in range(len(text), -1, -1):
+        while i >= 0 and words[i].start() >= k:
+            nxt = words[i].end()
+            i -= 1
+        out[k] = nxt
+    return out
 
 
 def balanced(value: bytes | str) -> bool | None:
@@ -126,8 +154,8 @@ def is_quoted(value: str, text: str) -> bool:
         return False
     if not word_rule(text):
         return value in text
-    return bool(balanced(value)) and any(text.startswith(value, k) and _ends(text, k + len(value))
-                                         for k in word_starts(text))
+    return bool(balanced(value)) and has_content(value) and any(
+        text.startswith(value, k) and _ends(text, k + len(value)) for k in word_starts(text))
 
 
 def escaped(text: str) -> tuple[bytes, list[int]]:
@@ -159,9 +187,11 @@ class QuoteAutomaton:
             final = np.ones(sa.n_states, dtype=bool)
             final[0] = False  # every substring but the empty one
             return cls(sa.table, final, data)
-        ends = {}  # byte index just past a character -> whether a value may end there
+        ends, at = {}, {}  # byte index just past a character -> whether a value may end there, the index
         for k in range(len(offsets)):
-            ends[offsets[k + 1] if k + 1 < len(offsets) else len(data)] = _ends(text, k + 1)
+            end = offsets[k + 1] if k + 1 < len(offsets) else len(data)
+            ends[end], at[end] = _ends(text, k + 1), k + 1
+        content = _content_ends(text)
         children: list[dict[int, int]] = [{}]
         final = [False]  # the empty value is no part
         for k in word_starts(text):
@@ -181,7 +211,7 @@ class QuoteAutomaton:
                     children.append({})
                     final.append(False)
                 # any occurrence that ends at a word's end with its brackets paired
-                final[nxt] = final[nxt] or (not opened and ends.get(p + 1, False))
+                final[nxt] = final[nxt] or (not opened and ends.get(p + 1, False) and at[p + 1] >= content[k])
                 node = nxt
         return cls(*_minimised(children, final), data)
 
