@@ -3,8 +3,8 @@
 A request that writes three addresses and a schema with one place for addresses (``send_email``'s ``to``,
 ``create_event``'s ``attendees``) want all three there; a small model drops one as often as not. Grounding
 (``structgen.grounding.ground_schema``) makes such a list the request's addresses, in the order it states
-them, each once (``const``), and the property required, so the list is written whole or not at all... but
-only where this holds:
+them, each once (``const``), and the property required, so the list is written, and whole; only where this
+holds:
 
 * the schema (each alternative of an ``anyOf``/``oneOf`` on its own: each tool of a tool-call schema) has
   exactly one e-mail-valued subschema (``format: email``), the ``items`` of an array property (``"to":

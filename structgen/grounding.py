@@ -65,9 +65,9 @@ import re
 from typing import Any
 
 from .errors import ConfigError
-from .spec import JsonSchema
 from .every_address import address_lists, every_address
 from .grounding_fields import feasible_branches, ground_properties
+from .spec import JsonSchema
 from .stated_numbers import stated_numbers
 
 GROUND_KEY = "x-structgen-quoted-from"

@@ -74,7 +74,10 @@ def split_by_name(properties: dict, source: str) -> dict:
     for key, node in numeric.items():
         values = stated_for(node, source)
         own = [v for v in values if owner.get(v) == key]
-        barred = [v for v in values if (v not in own) if (own or owner.get(v) not in (None, key))]
+        if own:  # the numbers it names, and no other
+            barred = [v for v in values if v not in own]
+        else:  # any but those another field names
+            barred = [v for v in values if owner.get(v) not in (None, key)]
         if barred and len(barred) < len(values):
             out[key] = {**node, EXCLUDE_KEY: [*node.get(EXCLUDE_KEY, []), *barred]}
     return out

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["direction_pair", "value_roles"]
+__all__ = ["direction_pair", "value_roles", "split_by_role"]
 
 _FROM_FIELD = re.compile(r"(?:origin|source|src|from|departure)(?:_\w+)?|\w+_from", re.IGNORECASE)
 _TO_FIELD = re.compile(r"(?:destination|dest|target|to|arrival)(?:_\w+)?|\w+_to", re.IGNORECASE)
