@@ -256,7 +256,8 @@ def test_tokens_that_hold_quotes_are_checked_string_by_string(tok4k, vocab):
     ok = '{"a":"Oslo","b":"Bergen"}'
     pieces = [tok4k.decode([i]) for i in tok4k(ok, add_special_tokens=False)["input_ids"]]
     assert any(p.count('"') >= 2 for p in pieces), pieces  # the case under test is there
-    assert _accepts(c, tok4k, ok) and _accepts(c, tok4k, '{"a":"Bergen","b":"Oslo and"}')
+    assert _accepts(c, tok4k, ok) and _accepts(c, tok4k, '{"a":"Bergen","b":"Oslo and Bergen"}')
+    assert not _accepts(c, tok4k, '{"a":"Bergen","b":"Oslo and"}')  # no part ends with "and" (END_WORDS)
     assert not _accepts(c, tok4k, '{"a":"Bergen","b":""}')  # no empty value
     for bad in ['{"a":"Oslo","b":"Bergenx"}', '{"a":"Osl","b":"Bergen"}', '{"a":"x","b":"Bergen"}']:
         assert not _accepts(c, tok4k, bad), bad

@@ -12,8 +12,9 @@ parts). ``chair`` out of ``chairs`` is therefore not a quote: a singular is a co
 puts in double quotes is one part: a part neither starts nor ends inside it (``quoted_interiors``). A part
 is never empty: ``""`` says nothing the request says; it neither starts nor ends with a token of symbols only
 (``//``, ``-``), its round and square brackets pair up (``balanced``: no ``"budget (copy"``, no
-``"notes) that says"``), and it holds a word other than a function word (``has_content``: no ``"I'm"``,
-``"Can"``, ``"in"``). ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
+``"notes) that says"``), it holds a word other than a function word (``has_content``: no ``"I'm"``,
+``"Can"``, ``"in"``), and its last word is no article, preposition, conjunction or possessive (``END_WORDS``:
+no ``"Selling my"``, ``"pack for"``). ``is_quoted`` is that rule on text; ``QuoteAutomaton`` holds it
 over the text as a JSON string body writes it (escaped, UTF-8), for ``grounded_dfa``'s product:
 
 * the trie of the escaped suffixes that start at a word, minimised by merging nodes with the same
@@ -77,6 +78,16 @@ def has_content(value: str) -> bool:
     return any(w.lower().replace("’", "'") not in FUNCTION_WORDS for w in _WORDS.findall(value))
 
 
+#: words a part does not end with: articles, prepositions, conjunctions, possessives ("Thank you" may end)
+END_WORDS = frozenset("a an the and or but of in on at to for with from by into onto my your our their his its".split())
+
+
+def _last_word(text: str, j: int) -> str:
+    """The word of ``text`` that ends just before ``j`` ('' when a letter or digit does not end there)."""
+    m = re.search(r"\w+(?:['\u2019]\w+)*$", text[max(0, j - 40):j])
+    return m.group(0) if m else ""
+
+
 def _content_ends(text: str) -> list[float]:
     """Per index ``k`` of ``text``, the end of the first content word (``has_content``) that starts at or
     after ``k`` (infinity when none does): a part from ``k`` may end there or later."""
@@ -130,6 +141,8 @@ def _ends(text: str, j: int) -> bool:
     ``ana.okafor@...``, ``117`` of ``117,000``)."""
     prev = text[j - 1]
     if prev.isspace() or prev in OPEN_ENDS or j in quoted_interiors(text) or not _wordy(_token(text, j - 1, j)):
+        return False
+    if _last_word(text, j).lower() in END_WORDS:  # "Selling my", "pack for": the value goes on
         return False
     if j == len(text):
         return True
