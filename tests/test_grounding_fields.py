@@ -173,11 +173,11 @@ def test_a_free_text_part_holds_a_word_that_names_something(tok4k, vocab):
     for ok in ("I'm Oskar", "Oskar", "a female cat", "Ben"):
         assert is_quoted(ok, text), ok
     # nor ends with an article, a preposition, a conjunction or a possessive ("Thank you" may end)
-    text = "Selling my Volvo XC60. Need to pack for Praha. Thank you and bye"
+    ad = "Selling my Volvo XC60. Need to pack for Praha. Thank you and bye"
     for bad in ("Selling my", "pack for", "Thank you and"):
-        assert not is_quoted(bad, text), bad
+        assert not is_quoted(bad, ad), bad
     for ok in ("Selling my Volvo XC60", "pack for Praha", "Thank you"):
-        assert is_quoted(ok, text), ok
+        assert is_quoted(ok, ad), ok
     schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
     c = compile_spec(Grounded(sg.JsonSchema(schema), text), vocab)
     assert c.accepts(tok4k('{"name": "Oskar"}', add_special_tokens=False)["input_ids"])
