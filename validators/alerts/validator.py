@@ -271,8 +271,8 @@ def _shape_issues(cat: AlertCatalog, rule: AlertRule) -> list[tuple[str, Span | 
                      "label tests", extra[0].span)]
         m = comparisons[0].metric
         if cat.window_required and m.aggregation and m.window is None:
-            return [(f"the description states a window for {m.canonical()}; write it, as in "
-                     f"{m.aggregation}({m.name}[5m])", m.span)]
+            return [(f"the description states a window for {m.canonical()}; write it: "
+                     f"{m.aggregation}({m.name}[{(cat.windows() or ['5m'])[0]}])", m.span)]
     out = []
     if (cat.single_comparison or cat.either) and cat.labels_once and cat.labels is not None:
         tops = rule.condition.operands if isinstance(rule.condition, And) else (rule.condition,)
