@@ -4,9 +4,10 @@ An extraction schema with several number fields takes several numbers from one t
 them in the wrong fields ("magnitude 7.5 ... 66 km ... 24 injuries" written as ``magnitude: 24``).
 Grounding (``structgen.grounding_fields``) reads which field the text names each number as: the words of a
 field's name (``depth_km``: *depth*, *km*; ``maxStudents``: *max*, *students*; any case, plurals alike,
-compared on their first five letters) against the word right before the number (past "of", "a", "the", "is",
-"was", "at", "to", within its clause: not past ", ") and the first word after it. A number named by one field only is that field's: the
-field then allows only the numbers it names, and every other number field excludes them (``EXCLUDE_KEY``).
+compared on their first five letters) against the word right before the number (past "of", "a", "the",
+"is", "was", "at", "to", within its clause: not past ", ") and the first word after it. A number named by
+one field only is that field's: the field then allows only the numbers it names, and every other number
+field excludes them (``EXCLUDE_KEY``).
 A number named by two fields, or by none, stays open to all of them.
 """
 

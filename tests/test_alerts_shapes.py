@@ -97,7 +97,8 @@ def test_one_metric_and_one_number_compare_once(spec, vocab):
                       "available memory over the last 30 seconds drops below 250 MB?")
     assert g.catalog.single_comparison
     _holds(g, vocab, 'when min(mem.free[30s]) < 250MB then notify "#db" severity critical',
-           'when mem.free < 250MB and min(mem.free[30s]) < 250MB then notify "#db" severity critical', "compare it once")
+           'when mem.free < 250MB and min(mem.free[30s]) < 250MB then notify "#db" severity critical',
+           "compare it once")
     # two numbers of one metric ("between"): no such rule
     assert not spec.grounded("page ops when cpu is above 50% or below 5%").catalog.single_comparison
 
@@ -105,12 +106,13 @@ def test_one_metric_and_one_number_compare_once(spec, vocab):
 def test_either_writes_the_two_metrics_as_alternatives(spec, vocab):
     g = spec.grounded(EITHER)
     c = compile_spec(g, vocab)
-    for ok in ('when env == "prod" and (http.requests.5xx > 10 or p95(http.latency) > 500ms) then notify "#db" severity high',
-               'when (p95(http.latency) > 500ms or http.requests.5xx > 10) and env == "prod" then notify "#db" severity high'):
+    act = ' then notify "#db" severity high'
+    for ok in ('when env == "prod" and (http.requests.5xx > 10 or p95(http.latency) > 500ms)' + act,
+               'when (p95(http.latency) > 500ms or http.requests.5xx > 10) and env == "prod"' + act):
         assert c.accepts(vocab.encode(ok) + [vocab.eos_id]), ok
         assert run_validators(validators_for(g), ok) == [], ok
-    for bad in ('when http.requests.5xx > 10 and env == "prod" and p95(http.latency) > 500ms then notify "#db" severity high',
-                'when http.requests.5xx > 10 or env == "prod" and p95(http.latency) > 500ms then notify "#db" severity high',
+    for bad in ('when http.requests.5xx > 10 and env == "prod" and p95(http.latency) > 500ms' + act,
+                'when http.requests.5xx > 10 or env == "prod" and p95(http.latency) > 500ms' + act,
                 'when env == "prod" and (p95(http.latency) > 500ms or p95(http.latency) > 500ms) then notify "#db" '
                 'severity high'):
         assert not c.accepts(vocab.encode(bad) + [vocab.eos_id]), bad
@@ -157,19 +159,22 @@ def test_an_aggregation_goes_with_the_metric_named_after_it(spec, alerts_catalog
     pairs = metric_aggregations(alerts_catalog, EITHER)
     assert pairs["http.latency"] == ("p95",) and pairs["http.requests.5xx"] == ()
     # "free memory" is mem.free (the longer phrase), not disk.free
-    assert metric_aggregations(alerts_catalog, "page ops when the average free memory is below 100 MB")["mem.free"] == ("avg",)
+    free = metric_aggregations(alerts_catalog, "page ops when the average free memory is below 100 MB")
+    assert free["mem.free"] == ("avg",)
     # an aggregation before no metric goes with every one: "more than 50 errors within 10 min" is a sum
     assert "sum" in metric_aggregations(alerts_catalog, "page ops if there are more than 50 server errors within "
                                                         "10 min")["http.requests.5xx"]
     g = spec.grounded(EITHER)
     c = compile_spec(g, vocab)
-    moved = 'when env == "prod" and (http.latency > 500ms or p95(http.requests.5xx) > 10) then notify "#db" severity high'
+    moved = ('when env == "prod" and (http.latency > 500ms or p95(http.requests.5xx) > 10) then notify "#db" '
+             'severity high')
     assert not c.accepts(vocab.encode(moved) + [vocab.eos_id])
     assert any("of another metric" in i.message for i in run_validators(validators_for(g), moved))
 
 
 def test_pages_names_a_team_and_a_window_is_no_hold_time(spec, alerts_catalog, vocab):
-    g = ground_catalog(alerts_catalog, "can you set up an alert that pages ops whenever the mean 5xx error rate is above 20?")
+    g = ground_catalog(alerts_catalog, "can you set up an alert that pages ops whenever the mean 5xx error rate is "
+                                       "above 20?")
     assert g.teams == ("ops",) and g.channels == () and g.every_action
     g = spec.grounded("metric: the maximum memory usage over half an hour\ncondition: rises above 90% for 60 minutes\n"
                       "scope: on web-2\naction: page the web on-call")

@@ -84,18 +84,20 @@ def rule_rules(cat: AlertCatalog, lines: list[str], required: str, agg_metrics: 
     keyed = cat.labels_once and cat.labels is not None and len(cat.labels) <= 3
     if keyed:  # each key tested once (every value it names, ``AlertCatalog._label_matches``), or `not` that test
         for i in range(len(cat.labels)):
-            lines.append(f"narrow_keyed_{i}: narrow_key_{i}" + (f' | "not" " " narrow_keyed_{i}' if cat.negation else ""))
+            negated = f' | "not" " " narrow_keyed_{i}' if cat.negation else ""
+            lines.append(f"narrow_keyed_{i}: narrow_key_{i}{negated}")
     elif labelled and (cat.single_comparison or cat.either):
         # a label test, negated where negation is allowed, or label tests joined by `or` in parentheses
         lines.append('narrow_lab: label_match | "(" narrow_lab (" or " narrow_lab)+ ")"' +
                      (' | "not" " " narrow_lab' if cat.negation else ""))
     held_first = None
     if cat.either and len(cat.metrics) == 2:
-        lines.append("narrow_or: " + "\n    | ".join(_alternatives_of_two(cat.aggregation_required, agg_metrics)))
+        pairs = _alternatives_of_two(cat.aggregation_required and bool(agg_metrics), agg_metrics)
+        lines.append("narrow_or: " + "\n    | ".join(pairs))
         cond = "narrow_either"
         if keyed:
-            lines.append("narrow_either: " + _every_once(
-                [f"narrow_keyed_{i}" for i in range(len(cat.labels))], '"(" narrow_or ")"' if cat.labels else "narrow_or"))
+            core = '"(" narrow_or ")"' if cat.labels else "narrow_or"
+            lines.append("narrow_either: " + _every_once([f"narrow_keyed_{i}" for i in range(len(cat.labels))], core))
         else:
             around = ['"(" narrow_or ")" (" and " narrow_lab)+',
                       '(narrow_lab " and ")+ "(" narrow_or ")" (" and " narrow_lab)*']

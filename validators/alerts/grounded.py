@@ -287,6 +287,7 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
     fitting = tuple(m for m in metrics if catalog.metrics[m].unit in (None, *units))
     metrics = fitting if units and fitting else metrics
     durations, holds, sides = stated_durations(source), stated_holds(source), polarity(labels, source)
+    pairs = metric_aggregations(catalog, source)  # an aggregation is required where a stated metric may take one
     single = len(metrics) == 1 and len(stated) == 1 and len(aggregations) <= 1
     either = len(metrics) == 2 and re.search(r"\beither\b", source, re.IGNORECASE) is not None
     channels = _narrowed(catalog.channels, source, channel=True)
@@ -308,11 +309,12 @@ def ground_catalog(catalog: AlertCatalog, source: str) -> AlertCatalog:
         aggregations=aggregations, durations=durations, holds=holds or None,
         negation=NEGATIONS.search(source) is not None,
         whole_lists=True, polarity={k: p for k, p in sides.items() if labels[k] is not None},
-        comparison_required=bool(metrics), aggregation_required=bool(metrics and aggregations),
+        comparison_required=bool(metrics), aggregation_required=any(pairs.get(m) for m in metrics),
         severities=stated_severities(source) or None, units=True, every_action=every_action,
-        unit_thresholds={**{u: vs for u, vs in by_unit.items() if u}, None: tuple(v for v in stated if v not in written)},
+        unit_thresholds={**{u: vs for u, vs in by_unit.items() if u},
+                         None: tuple(v for v in stated if v not in written)},
         comparators=stated_comparators(text),
         single_comparison=single, either=either, labels_once=(single or either) and labels is not None and all(
             vs is not None and not (sides[key][0] and sides[key][1]) for key, vs in labels.items()),
         window_required=single and bool(aggregations) and bool(set(durations) - set(holds or ())),
-        metric_aggregations=metric_aggregations(catalog, source))
+        metric_aggregations=pairs)
