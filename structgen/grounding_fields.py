@@ -70,10 +70,16 @@ def _required_kinds(node: Any, source: str, depth: int = 0) -> list[bool]:
     return []
 
 
+def _feasible(branch: dict, source: str) -> bool:
+    """Whether ``source`` states one of the stated-kind values ``branch`` requires, or it requires none."""
+    kinds = _required_kinds(branch, source)
+    return any(kinds) or not kinds
+
+
 def feasible_branches(branches: list, source: str) -> list:
     """``branches`` (marked) without those whose required values ``source`` cannot state, unless that
     leaves none; only a union of objects is narrowed."""
     if len(branches) < 2 or not all(isinstance(b, dict) and isinstance(b.get("properties"), dict) for b in branches):
         return branches
-    kept = [b for b in branches if any(_required_kinds(b, source)) or not _required_kinds(b, source)]
+    kept = [b for b in branches if _feasible(b, source)]
     return kept or branches

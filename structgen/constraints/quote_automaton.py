@@ -106,15 +106,21 @@ def balanced(value: bytes | str) -> bool | None:
     """Whether ``value``'s round and square brackets pair up (``"budget (copy"`` and ``"notes) that says"`` do
     not); ``None`` when a closing bracket comes first (no extension of the value can pair up)."""
     data = value.encode("utf-8") if isinstance(value, str) else value
-    depth: list[int] = []
-    for b in data:
-        if b in (0x28, 0x5B):
-            depth.append(b)
-        elif b in _PAIRS:
-            if not depth or depth[-1] != _PAIRS[b]:
-                return None
-            depth.pop()
-    return not depth
+    opened: list[int] = []
+    if not all(_bracket(opened, b) for b in data):
+        return None
+    return not opened
+
+
+def _bracket(opened: list[int], b: int) -> bool:
+    """Track byte ``b`` in the stack ``opened`` of open brackets; False when it closes none that is open."""
+    if b in (0x28, 0x5B):
+        opened.append(b)
+    elif b in _PAIRS:
+        if not opened or opened[-1] != _PAIRS[b]:
+            return False
+        opened.pop()
+    return True
 
 
 _QUOTED = re.compile(r'"[^"\n]+"|\u201c[^\u201d\n]+\u201d')
@@ -210,13 +216,8 @@ class QuoteAutomaton:
         for k in word_starts(text):
             node, opened = 0, []
             for p in range(offsets[k], len(data)):
-                b = data[p]
-                if b in (0x28, 0x5B):
-                    opened.append(b)
-                elif b in _PAIRS:
-                    if not opened or opened[-1] != _PAIRS[b]:
-                        break  # a bracket closed before it opened: no longer value from here is a part
-                    opened.pop()
+                if not _bracket(opened, data[p]):
+                    break  # a bracket closed before it opened: no longer value from here is a part
                 nxt = children[node].get(data[p])
                 if nxt is None:
                     nxt = len(children)

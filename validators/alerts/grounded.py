@@ -124,19 +124,26 @@ def _team_phrase(team: str, source: str) -> bool:
 def stated_metrics(catalog: AlertCatalog, source: str) -> tuple[str, ...]:
     """The catalog's metrics that ``source`` names: by name, by a word of its name (``disk`` of
     ``disk.free``, ``latency``), or by one of their ``aliases`` ("CPU load"); in catalog order."""
-    return tuple(name for name, info in catalog.metrics.items()
-                 if _mentioned(name, source) or any(_says(w, source) for w in _name_words(name))
-                 or any(_says(a, source) for a in info.aliases))
+    named = {name for _, name in _metric_mentions(catalog, source)}
+    return tuple(name for name in catalog.metrics if name in named)
 
 
 def stated_aggregations(source: str, catalog: AlertCatalog | None = None) -> tuple[str, ...]:
     """The aggregations ``source`` names (``AGGREGATION_WORDS``; the "min" of "10 min" is a duration, and
     the words of a ``catalog`` metric's alias name the metric: "the number of waiting messages" is no
     count)."""
-    source = _DURATION.sub(" ", source)
+    text = _aggregation_text(source, catalog)
+    return tuple(agg for agg, words in AGGREGATION_WORDS.items() if any(_says(w, text) for w in words))
+
+
+def _aggregation_text(source: str, catalog: AlertCatalog | None) -> str:
+    """``source`` with its durations and the ``catalog`` metrics' aliases blanked at the same length: what is
+    left names aggregations only where it says them."""
+    blank = lambda m: " " * len(m.group(0))
+    text = _DURATION.sub(blank, source)
     for alias in (a for info in (catalog.metrics.values() if catalog else ()) for a in info.aliases):
-        source = re.sub(_phrase(alias), " ", source, flags=re.IGNORECASE)
-    return tuple(agg for agg, words in AGGREGATION_WORDS.items() if any(_says(w, source) for w in words))
+        text = re.sub(_phrase(alias), blank, text, flags=re.IGNORECASE)
+    return text
 
 
 def _metric_mentions(catalog: AlertCatalog, source: str) -> list[tuple[int, str]]:
@@ -157,9 +164,7 @@ def metric_aggregations(catalog: AlertCatalog, source: str) -> dict[str, tuple[s
     memory": the first metric named within a few words after the aggregation's word); an aggregation named
     before no metric ("more than 50 errors within 10 min") goes with every metric."""
     mentions = _metric_mentions(catalog, source)
-    blanked = _DURATION.sub(lambda m: " " * len(m.group(0)), source)
-    for alias in (a for info in catalog.metrics.values() for a in info.aliases):
-        blanked = re.sub(_phrase(alias), lambda m: " " * len(m.group(0)), blanked, flags=re.IGNORECASE)
+    blanked = _aggregation_text(source, catalog)
     out: dict[str, dict[str, None]] = {name: {} for name in catalog.metrics}
     for agg, words in AGGREGATION_WORDS.items():
         for w in words:
