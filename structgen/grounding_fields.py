@@ -6,6 +6,8 @@
   its default (``const``);
 * **roles** — each of a pair of direction fields allows no stated value of the other role
   (``structgen.roles``);
+* **proper names** — a free-text field whose name says it holds a proper name (``city``, ``homeTeam``,
+  ``patient_name``, ``make``) is one of the request's capitalised names (``structgen.proper_names``);
 * **named quotes** — a free-text field the request names a quoted span as is that span
   (``structgen.named_quotes``);
 * **named numbers** — of several number fields, one the request names a number as ("a depth of 66 km":
@@ -32,12 +34,14 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     from .grounding import GROUND_KEY, STATED_KEY, _default_only, _email_only, stated_for, unstated
     from .named_numbers import split_by_name
     from .named_quotes import name_quotes
+    from .proper_names import name_field
     from .roles import split_by_role
 
     required = node.get("required") if isinstance(node.get("required"), list) else []
     props = {k: _default_only(sub) if k not in required and isinstance(sub, dict) and "default" in sub
              and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
-    props = name_quotes(split_by_role(props, source), source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
+    props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
+    props = split_by_role({k: name_field(k, sub, source) or sub for k, sub in props.items()}, source)
     props = split_by_name(props, source)
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
@@ -52,8 +56,9 @@ def _required_kinds(node: Any, source: str, depth: int = 0) -> list[bool]:
     properties and non-empty arrays), whether ``source`` states one (a date-time counts as stated where a
     date is)."""
     from .grounding import STATED_KEY, _email_only, _stated_kind, emails_in, stated_for, stated_values
+    from .proper_names import is_names
 
-    if not isinstance(node, dict) or depth > 8:
+    if not isinstance(node, dict) or depth > 8 or is_names(node):  # a name is free text, not a stated kind
         return []
     if STATED_KEY in node or _stated_kind(node):
         return [bool(stated_for(node, source)) or (node.get("format") == "date-time"

@@ -1,0 +1,260 @@
+"""Proper names: a free-text field whose name says it holds a proper name is a capitalised name of the request.
+
+A grounded free-text value is any part of the request made of whole words (``constraints.quote_automaton``),
+and a small model fills a name field with the wrong part of it: ``"shelterCity": "home at our Paris"``,
+``"model": "grey"``, ``"home": "the final"``, ``"visitors": "2026"``, ``"place": "A magnitude"``,
+``"organisation": "dana.ivanova@mail.example.net"``. Where the field's own name says what it holds, a
+person, a place, a team, a make, an organisation (``holds_name``: ``city``, ``shelter_city``, ``homeTeam``,
+``patient_name``, ``make``, ``employer``; not ``event_name``, ``file_name``, ``title``, ``model_year``, nor a bare
+``name``, which is as often a product's), its
+value is one of the request's **proper names** (``proper_names``): a run of at most ``MAX_NAME_WORDS``
+words of one line and one clause, each capitalised (a letter in upper case: ``Malmö FF``, ``XC60``,
+``Dr.``) or, inside the run, a particle (``de``, ``van``, ``of``, ``&``: ``Pão & Cia``, ``Head of Sales``),
+whose first word is no function word (``A``, ``I'm``, ``This``) nor one that opens a sentence as a
+greeting, request or heading (``STARTER_WORDS``: ``Meet``, ``Call``, ``Thanks``, ``BREAKING``), none of
+which is a bare number (``Benfica 0-4``), an address or a path (``@``, ``/``, ``\\``), that is no date word alone
+(``July``, ``Aug``), no label or heading (``Attendance:``, ``FOR SALE:``, ``NEW THIS TERM >>``), no
+currency code of an amount (``EUR``) and longer than one letter (the ``M`` of ``M: ana@...``). A title's
+period stays (``Dr. Weber``); a person's field takes the name with the title the request writes it with
+(``Dr. Weber``, not ``Weber``; a part of a name, ``surname``, takes the bare one), a doctor's field a
+name written with "Dr." where there is one, and another person's field (``patient``) none.
+
+``ground_schema`` (``structgen.grounding_fields``) makes such a field a choice of those names (listed under
+``NAMES_KEY``, marked ``STATED_KEY``, so the validators, the constraint and the repeat pass read them as the
+stated values they are: ``"home": "Malmö FF", "away": "Malmö FF"`` is a value written more often than the
+request states it, and the repeat pass redoes it). A request with no proper name, or more than
+``MAX_NAMES`` of them (a long document), leaves the field free text. The rule reads English cues: a
+request that writes names in lower case ("book it for john") leaves the field free text only when it
+writes no other capitalised word; otherwise the name cannot be written (a known limit).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, NamedTuple
+
+__all__ = ["NAMES_KEY", "holds_name", "proper_names", "name_field", "MAX_NAME_WORDS", "MAX_NAMES"]
+
+NAMES_KEY = "x-structgen-proper-names"
+#: the most words of a proper name
+MAX_NAME_WORDS = 5
+#: a request with more proper names than this leaves name fields free text (the enum would be a document)
+MAX_NAMES = 300
+
+#: a key word that says a field holds a proper name (a person, a place, a team, a make, an organisation)
+NAME_WORDS = frozenset("""surname city town country nationality place location region birthplace station
+    headquarters venue company organisation organization employer client customer buyer seller vendor
+    supplier brand make model manufacturer team home away visitors opponent club hotel airline airport
+    doctor physician patient teacher instructor student applicant author sender recipient addressee
+    passenger guest person contact owner driver player""".split())
+#: words that, beside ``name``, make it a proper name's field (``full_name``, ``pet_name``; ``company_name``
+#: through ``NAME_WORDS``); a bare ``name`` is as often a product's ("Pixel Pro camera", "candle")
+NAME_QUALIFIERS = frozenset("full first last given family middle maiden nick pet".split())
+#: a key word that says the value is something else (an event's name, a file, a date, an address, a code)
+NOT_NAME_WORDS = frozenset("""file filename path user username host hostname domain event product item course
+    book title subject project task tag label branch package repo app display screen variable field column
+    table key id code number date time year age count email mail phone url address street line handle
+    login type status""".split())
+#: lower-case words a proper name may hold between its capitalised words
+PARTICLES = frozenset("de da do dos das di du del della der den van von la le las los y e of and & al bin zu"
+                      .split())
+#: titles and abbreviations whose period belongs to the name ("Dr. Weber", "St. Pauli")
+ABBREVIATIONS = frozenset("dr mr mrs ms mx prof st mt ft jr sr co".split())
+#: titles a person's name is written with: a name the request writes only after one is written with it
+TITLES = frozenset("dr mr mrs ms mx prof".split())
+#: key words of a doctor's field: it holds a name written with "Dr." where the request writes one, and a
+#: person's field of another kind ("patient", "caller") holds none (no "patient": "Dr. Dubois")
+DOCTOR_WORDS = frozenset("doctor physician dentist surgeon vet veterinarian gp specialist".split())
+PERSON_WORDS = frozenset("""patient person contact customer client buyer seller guest passenger student
+    applicant sender recipient addressee author owner driver player teacher instructor""".split())
+#: keys of a part of a name (``surname``, ``last_name``): those take the bare name ("Weber" of "Dr. Weber")
+NAME_PARTS = frozenset("surname first last given family middle maiden nick".split())
+#: words capitalised because they open a sentence (greetings, requests, sign-offs, headlines): no name
+#: starts with one ("Meet Kira!", "Call after 6pm", "Selling my ...", "Thanks for your help", "BREAKING")
+STARTER_WORDS = frozenset("""hi hello hey dear thanks thank please pls kindly regards best cheers meet call find
+    adopt selling sell buy book send get check need looking breaking good perfect sure yes ok okay extract
+    parse fill turn order request note update ask tell show give let see""".split())
+#: months and weekdays (and their short forms): a date, never a name on their own
+CALENDAR_WORDS = frozenset("""january february march april may june july august september october november
+    december jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday
+    sunday mon tue tues wed thu thur thurs fri sat sun""".split())
+
+_KEY_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_TOKEN = re.compile(r"[^\s=|<>\u2192]+")  # "Country=Finland", "Ana|CTO": two words
+_EDGE = ".,;:!?()[]{}'\"`\u201c\u201d\u2018\u2019*"
+_BREAK = ",;:!?)(]["  # punctuation at a token's edge that ends a name there (a period: ``_ends_clause``)
+_OPEN = "([{\"'`\u201c\u2018"
+_TITLED = re.compile(r"(?<!\w)(?:" + "|".join(TITLES) + r")\.?\s+$", re.IGNORECASE)
+_DOCTOR = re.compile(r"Dr\.?\s", re.IGNORECASE)
+_DOCTOR_TITLE = re.compile(r"(?<!\w)Dr\.?\s+$", re.IGNORECASE)
+_AMOUNT_NOTE = re.compile(r"-?\d[\d.]*\s+(?P<code>[A-Z]{3})")
+_NUMBER = re.compile(r"[\d.,:/+-]+")
+
+
+def key_words(key: str) -> list[str]:
+    """The words of a property name, lower case: ``shelterCity`` -> ``shelter``, ``city``;
+    ``place_of_birth`` -> ``place``, ``of``, ``birth``."""
+    return [w.lower() for w in _KEY_WORDS.findall(key)]
+
+
+def holds_name(key: str) -> bool:
+    """Whether a property's name says it holds a proper name (module doc)."""
+    words = set(key_words(key)) if isinstance(key, str) else set()
+    named = words & NAME_WORDS or ("name" in words and words & NAME_QUALIFIERS)
+    return bool(named) and not words & NOT_NAME_WORDS
+
+
+def _capitalised(word: str) -> bool:
+    """Whether a word may be a name's: it starts with a letter or digit, holds a capital, and is no address
+    or path (``@``, ``/``, ``\\``)."""
+    return word[:1].isalnum() and any(c.isupper() for c in word) and not any(c in word for c in "@/\\")
+
+
+def _ends_clause(token: str) -> bool:
+    """Whether a name cannot go on past ``token``: it ends with breaking punctuation, or with a period that
+    is not an abbreviation's."""
+    tail = token.rstrip("\"'`\u201d\u2019*")
+    if not tail or tail[-1] in _BREAK:
+        return True
+    return tail.endswith(".") and tail.rstrip(".").lower() not in ABBREVIATIONS
+
+
+class _Word(NamedTuple):
+    """A word of a line as a name may hold it: its span (edge punctuation off, a title's period on), its
+    core text, whether a name cannot go on past it (``_ends_clause``), whether it opens a bracket or quote,
+    whether it is a label (``Attendance:``, ``Country=``) and whether it ends a sentence."""
+    start: int
+    end: int
+    core: str
+    ends: bool
+    opens: bool
+    label: bool
+    sentence: bool  # it ends a sentence (".", "!", "?", ";" after it)
+
+
+def _words(line: str) -> list[_Word | None]:
+    """The words of ``line``, with None for a separator that ends a name (``-``, ``|``, ``=``, ``>>``)."""
+    words: list[_Word | None] = []
+    end = 0
+    for m in _TOKEN.finditer(line):
+        gap = line[end:m.start()]
+        if gap.strip(" \t"):
+            if gap.strip().startswith("=") and words and words[-1] is not None:
+                words[-1] = words[-1]._replace(label=True)  # "Country=Finland": Country is a label
+            words.append(None)
+        end = m.end()
+        raw = m.group(0)
+        core = raw.strip(_EDGE)
+        if not core:
+            words.append(None)
+            continue
+        a = m.start() + raw.index(core)
+        b = a + len(core)
+        if core.rstrip(".").lower() in ABBREVIATIONS and line[b:b + 1] == ".":
+            b += 1  # "Dr." keeps its period
+        ends = _ends_clause(raw)
+        tail = raw.rstrip("\"'`\u201d\u2019*)")
+        words.append(_Word(a, b, core, ends, raw[0] in _OPEN, raw.endswith(":"),
+                           ends and tail[-1:] in ".!?;" and not tail.endswith(",")))
+    return words
+
+
+def _heading(words: list, i: int, j: int) -> bool:
+    """Whether words ``i..j`` are (in) a label or a heading that opens its clause, not a name: a label ends
+    with ``:`` or ``=`` ("Attendance: 62,596", "Receptionist: Good morning", "FOR SALE: ..."), a heading
+    is a run of capitals before a separator ("BREAKING - A magnitude", "NEW THIS TERM >> ...")."""
+    def caps(k: int) -> bool:
+        return 0 <= k < len(words) and words[k] is not None and words[k].core.isupper() and len(words[k].core) > 1
+
+    start, end = i, j
+    if all(caps(k) for k in range(i, j + 1)):  # the whole run of capitals the words are in
+        while caps(start - 1) and not words[start - 1].ends:
+            start -= 1
+        while caps(end + 1) and not words[end].ends and not words[end].label:
+            end += 1
+    labelled = words[j].label or (end > j and words[end].label)
+    if labelled and end == len(words) - 1:
+        return True  # a line that ends with ":" introduces what follows ("Turn this into JSON:")
+    before = words[start - 1] if start > 0 else None
+    if before is not None and not (before.ends and (not labelled or before.sentence)):
+        return False  # a label opens a line or a sentence ("2025, Dublin: rainy" is a name)
+    return labelled or (end + 1 < len(words) and words[end + 1] is None
+                        and all(caps(k) for k in range(start, end + 1)))
+
+
+@functools.lru_cache(maxsize=256)
+def proper_names(source: str) -> tuple[str, ...]:
+    """The proper names of ``source`` (module doc), in order of first appearance: each run of capitalised
+    words and inner particles, every sub-run that starts and ends at a capitalised word included, except
+    a label or heading (``_heading``)."""
+    from .constraints.quote_automaton import FUNCTION_WORDS
+
+    out: list[str] = []
+    for line in source.splitlines():
+        words = _words(line)
+        for i, first in enumerate(words):
+            if first is None or not _capitalised(first.core) \
+                    or first.core.lower().replace("\u2019", "'") in FUNCTION_WORDS | STARTER_WORDS:
+                continue
+            for j in range(i, min(i + MAX_NAME_WORDS, len(words))):
+                w = words[j]
+                if w is None or _NUMBER.fullmatch(w.core) or (j > i and w.opens):
+                    break
+                if _capitalised(w.core):
+                    lowered = [x.core.rstrip(".").lower() for x in words[i:j + 1]]
+                    if not (all(x in ABBREVIATIONS for x in lowered) or all(x in CALENDAR_WORDS for x in lowered)
+                            or w.end - first.start < 2 or _heading(words, i, j)):
+                        out.append(line[first.start:w.end])  # (no "Dr.", "July", "Aug", "M" of "M: ...")
+                elif not (j > i and w.core.lower() in PARTICLES):
+                    break
+                if w.ends:
+                    break
+    return tuple(dict.fromkeys(out))
+
+
+def name_field(key: str, node: dict, source: str) -> dict | None:
+    """The marked free-text subschema ``node`` of property ``key`` as a choice of ``source``'s proper names
+    that its length bounds allow (the names under ``NAMES_KEY``, ``STATED_KEY`` in place of ``GROUND_KEY``),
+    or None where the rule does not apply (module doc)."""
+    from .constraints.quote_automaton import is_quoted
+    from .grounding import GROUND_KEY, STATED_KEY, quotable
+
+    if not holds_name(key) or not isinstance(node, dict) or GROUND_KEY not in node or node.get("format"):
+        return None
+    lo, hi = node.get("minLength", 0), node.get("maxLength")
+    text, codes = quotable(source), amount_codes(source)
+    bare = bool(set(key_words(key)) & NAME_PARTS)
+    names = [n for n in proper_names(source) if len(n) >= lo and (hi is None or len(n) <= hi)
+             and n not in codes and (bare or not only_titled(n, source)) and is_quoted(n, text)]
+    words = set(key_words(key))
+    doctors = [n for n in names if _DOCTOR.match(n)]
+    if words & DOCTOR_WORDS and doctors:
+        names = doctors
+    elif words & PERSON_WORDS:
+        names = [n for n in names if not _DOCTOR.match(n) and not only_titled(n, source, _DOCTOR_TITLE)]
+    if not names or len(names) > MAX_NAMES:
+        return None
+    return {**{k: v for k, v in node.items() if k != GROUND_KEY}, STATED_KEY: source, NAMES_KEY: names}
+
+
+def only_titled(name: str, source: str, title: re.Pattern | None = None) -> bool:
+    """Whether ``source`` writes ``name`` only right after a title ("Weber" of "see Dr. Weber"): the field
+    of a person then holds the titled name, ``Dr. Weber`` (a part of a name, ``surname``, the bare one)."""
+    at = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", source)]
+    return bool(at) and all((title or _TITLED).search(source[max(0, a - 8):a]) for a in at)
+
+
+def amount_codes(source: str) -> set[str]:
+    """The currency codes ``source`` states or its request notes give an amount (``EUR`` of "asking EUR
+    3,843" and of "€28,220"): a currency, no name."""
+    from .grounding import noted
+    from .request_notes import CURRENCY_NAMES
+
+    codes = {m["code"] for n in noted(source) if (m := _AMOUNT_NOTE.fullmatch(n))}
+    return codes | {c for c in CURRENCY_NAMES if re.search(rf"(?<!\w){c}(?!\w)", source)}
+
+
+def is_names(node: Any) -> bool:
+    """Whether a marked subschema is ``name_field``'s."""
+    return isinstance(node, dict) and isinstance(node.get(NAMES_KEY), list)
