@@ -10,7 +10,8 @@ certain). Values left ungrounded (other formats, enums whose choices the request
 stated) are counted apart. SQL: each string literal of the gold query against ``stated_literals``
 (``structgen.sql.grounded``); alert rules: each metric, threshold, comparison operator, aggregation, window,
 hold time, label value, channel, team and severity of the gold rule against the grounded catalog
-(``validators.alerts.grounded``), and the whole gold rule against the grounded spec's validators. No model; figures only, nothing is asserted.
+(``validators.alerts.grounded``), and the whole gold rule against the grounded spec's validators; JSON and
+tool calls: the whole gold answer too (the rules across fields: roles, named numbers, proper names...). No model; figures only, nothing is asserted.
 
     python benchmarks/grounding_coverage.py                 # 400 examples per family and split
     python benchmarks/grounding_coverage.py -n 1000 --json coverage.json
@@ -128,7 +129,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None, help="Also write the counts here.")
     args = ap.parse_args()
     from structgen.constraints.quote_automaton import is_quoted
-    from structgen.grounding import quotable
+    from structgen.grounding import Grounded, quotable
+    from structgen.validators import run_validators, validators_for
     from structgen.train.data import examples
 
     counts: Counter = Counter()
@@ -152,6 +154,14 @@ def main() -> None:
                         if not ok and len(misses) < 12:
                             misses.append({"family": fam, "split": split, "kind": kind, "gold": v,
                                            "stated": cands, "request": ex.prompt[:120]})
+                    # the whole answer against every grounding rule the validators check (across fields too)
+                    whole = run_validators(validators_for(Grounded(ex.spec, ex.prompt)), ex.target)
+                    key = (fam, split, "whole answer")
+                    counts[key + ("values",)] += 1
+                    counts[key + ("held",)] += not whole
+                    if whole and len(misses) < 24:
+                        misses.append({"family": fam, "split": split, "kind": "whole answer", "gold": ex.target,
+                                       "stated": [i.message[:160] for i in whole], "request": ex.prompt[:120]})
                     bar.advance(task)
         for fam, walk in (("sql", sql_leaves), ("alert", alert_leaves)):
             for split in ("heldout", "train"):
