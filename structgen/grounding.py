@@ -24,7 +24,9 @@ restricts the strings of a JSON Schema spec to what the request states:
   equivalent" a target currency: ``structgen.roles``);
 * a free-text field whose name says it holds a proper name (``city``, ``homeTeam``, ``patient_name``,
   ``make``) is one of the request's capitalised names (``"Malmö FF"``, ``"Dr. Weber"``; never ``"the final"``
-  or ``"2026"``) while it has any (``structgen.proper_names``: ``NAMES_KEY`` beside ``STATED_KEY``);
+  or ``"2026"``) while it has any (``structgen.proper_names``), and one that holds a file path one of the
+  paths it writes (``"/tmp/dump.sql"``, never ``"/tmp/dump.sql should"``: ``structgen.stated_paths``), a
+  stated choice of spans (``structgen.stated_spans``);
 * a free-text field the request names a double-quoted span as ("put "Flight change" in the subject line") is
   that span (``const``: ``structgen.named_quotes``);
 * a schema's only e-mail field, a list, is every address the request states, in its order (``const``, and
@@ -70,7 +72,7 @@ from typing import Any
 from .errors import ConfigError
 from .every_address import address_lists, every_address
 from .grounding_fields import feasible_branches, ground_properties
-from .proper_names import NAMES_KEY
+from .stated_spans import KIND_KEY, SPANS_KEY, spans_of
 from .spec import JsonSchema
 from .stated_numbers import stated_numbers
 
@@ -81,7 +83,7 @@ _TEXT_KEYS = {"type", "minLength", "maxLength", "description", "title", "default
 _NUMBER_KEYS = _TEXT_KEYS - {"minLength", "maxLength"} | {"minimum", "maximum", "exclusiveMinimum",
                                                            "exclusiveMaximum", "multipleOf"}
 _DATA_KEYS = {"enum", "const", "default", "examples", "required", "description", "title", GROUND_KEY, STATED_KEY,
-              NAMES_KEY}
+              SPANS_KEY, KIND_KEY}
 _EDGES = ".,;:!?()[]{}'\"`"  # punctuation around a word
 _SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 
@@ -151,14 +153,15 @@ def stated_for(node: dict, source: str) -> list:
     """The values ``source`` states for a ``date``/``date-time`` subschema (those its ``pattern`` allows), a
     ``pattern`` string (its words and its notes' values that the pattern matches), a number subschema (its
     numbers, ``structgen.stated_numbers``, that the subschema's type, bounds and ``multipleOf`` allow), a
-    string ``enum`` (the choices it names, ``stated_choices``) or a name field (its names,
-    ``structgen.proper_names``), in order; none of ``EXCLUDE_KEY``'s."""
+    string ``enum`` (the choices it names, ``stated_choices``) or a name or path field (its spans,
+    ``structgen.stated_spans``), in order; none of ``EXCLUDE_KEY``'s."""
     excluded = node.get(EXCLUDE_KEY)
     if excluded:
         rest = {k: v for k, v in node.items() if k != EXCLUDE_KEY}
         return [v for v in stated_for(rest, source) if not any(_same_value(v, x) for x in excluded)]
-    if isinstance(node.get(NAMES_KEY), list):  # structgen.proper_names: the names are the stated values
-        return list(node[NAMES_KEY])
+    spans = spans_of(node)
+    if spans is not None:  # structgen.stated_spans: the names or paths are the stated values
+        return list(spans["values"])
     if "enum" in node:
         return stated_choices(source, node["enum"])
     if _number_only(node):

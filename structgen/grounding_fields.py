@@ -6,12 +6,15 @@
   its default (``const``);
 * **roles** — each of a pair of direction fields allows no stated value of the other role
   (``structgen.roles``);
-* **proper names** — a free-text field whose name says it holds a proper name (``city``, ``homeTeam``,
-  ``patient_name``, ``make``) is one of the request's capitalised names (``structgen.proper_names``);
+* **proper names and paths** — a free-text field whose name says it holds a proper name (``city``,
+  ``homeTeam``, ``patient_name``, ``make``) is one of the request's capitalised names
+  (``structgen.proper_names``), one that holds a file path (``path``) one of its paths
+  (``structgen.stated_paths``): ``structgen.stated_spans``;
 * **named quotes** — a free-text field the request names a quoted span as is that span
   (``structgen.named_quotes``);
 * **named numbers** — of several number fields, one the request names a number as ("a depth of 66 km":
-  ``depth_km``) takes the numbers it names, and the others do not (``structgen.named_numbers``);
+  ``depth_km``) takes the numbers it names, and the others do not; an optional one is then written
+  (``structgen.named_numbers``);
 * **named choices** — an optional ``enum`` property of which the request names a choice is written
   ("business class if possible": ``cabin`` is required, and ``business``);
 * **feasible branches** — of a union (``anyOf``/``oneOf``) of objects, such as a tool-call schema's tools, a
@@ -32,19 +35,20 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     """``out`` (the marked copy of object subschema ``node``) with the rules of the module docstring applied
     to its ``properties`` and ``required``."""
     from .grounding import GROUND_KEY, STATED_KEY, _default_only, _email_only, stated_for, unstated
-    from .named_numbers import split_by_name
+    from .named_numbers import named_fields, split_by_name
     from .named_quotes import name_quotes
-    from .proper_names import name_field
+    from .stated_spans import spans_field
     from .roles import split_by_role
 
     required = node.get("required") if isinstance(node.get("required"), list) else []
     props = {k: _default_only(sub) if k not in required and isinstance(sub, dict) and "default" in sub
              and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
-    props = split_by_role({k: name_field(k, sub, source) or sub for k, sub in props.items()}, source)
+    props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
     props = split_by_name(props, source)
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
+    named += [k for k in named_fields(props, source) if k not in required]
     result = {**out, "properties": props}
     if named:
         result["required"] = [*(out.get("required") or []), *named]
@@ -56,9 +60,9 @@ def _required_kinds(node: Any, source: str, depth: int = 0) -> list[bool]:
     properties and non-empty arrays), whether ``source`` states one (a date-time counts as stated where a
     date is)."""
     from .grounding import STATED_KEY, _email_only, _stated_kind, emails_in, stated_for, stated_values
-    from .proper_names import is_names
+    from .stated_spans import spans_of
 
-    if not isinstance(node, dict) or depth > 8 or is_names(node):  # a name is free text, not a stated kind
+    if not isinstance(node, dict) or depth > 8 or spans_of(node):  # a name or path is text, not a stated kind
         return []
     if STATED_KEY in node or _stated_kind(node):
         return [bool(stated_for(node, source)) or (node.get("format") == "date-time"

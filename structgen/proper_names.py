@@ -19,11 +19,10 @@ period stays (``Dr. Weber``); a person's field takes the name with the title the
 (``Dr. Weber``, not ``Weber``; a part of a name, ``surname``, takes the bare one), a doctor's field a
 name written with "Dr." where there is one, and another person's field (``patient``) none.
 
-``ground_schema`` (``structgen.grounding_fields``) makes such a field a choice of those names (listed under
-``NAMES_KEY``, marked ``STATED_KEY``, so the validators, the constraint and the repeat pass read them as the
-stated values they are: ``"home": "Malmö FF", "away": "Malmö FF"`` is a value written more often than the
-request states it, and the repeat pass redoes it). A request with no proper name, or more than
-``MAX_NAMES`` of them (a long document), leaves the field free text. The rule reads English cues: a
+``ground_schema`` makes such a field a choice of those names (``structgen.stated_spans``: the validators, the
+constraint and the repeat pass read them as the stated values they are: ``"home": "Malmö FF", "away":
+"Malmö FF"`` is a value written more often than the request states it, and the repeat pass redoes it). A
+request with no proper name leaves the field free text. The rule reads English cues: a
 request that writes names in lower case ("book it for john") leaves the field free text only when it
 writes no other capitalised word; otherwise the name cannot be written (a known limit).
 """
@@ -32,15 +31,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-__all__ = ["NAMES_KEY", "holds_name", "proper_names", "name_field", "MAX_NAME_WORDS", "MAX_NAMES"]
-
-NAMES_KEY = "x-structgen-proper-names"
+__all__ = ["holds_name", "proper_names", "names_for", "MAX_NAME_WORDS"]
 #: the most words of a proper name
 MAX_NAME_WORDS = 5
-#: a request with more proper names than this leaves name fields free text (the enum would be a document)
-MAX_NAMES = 300
 
 #: a key word that says a field holds a proper name (a person, a place, a team, a make, an organisation)
 NAME_WORDS = frozenset("""surname city town country nationality place location region birthplace station
@@ -213,29 +208,20 @@ def proper_names(source: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def name_field(key: str, node: dict, source: str) -> dict | None:
-    """The marked free-text subschema ``node`` of property ``key`` as a choice of ``source``'s proper names
-    that its length bounds allow (the names under ``NAMES_KEY``, ``STATED_KEY`` in place of ``GROUND_KEY``),
-    or None where the rule does not apply (module doc)."""
-    from .constraints.quote_automaton import is_quoted
-    from .grounding import GROUND_KEY, STATED_KEY, quotable
-
-    if not holds_name(key) or not isinstance(node, dict) or GROUND_KEY not in node or node.get("format"):
-        return None
-    lo, hi = node.get("minLength", 0), node.get("maxLength")
-    text, codes = quotable(source), amount_codes(source)
-    bare = bool(set(key_words(key)) & NAME_PARTS)
-    names = [n for n in proper_names(source) if len(n) >= lo and (hi is None or len(n) <= hi)
-             and n not in codes and (bare or not only_titled(n, source)) and is_quoted(n, text)]
-    words = set(key_words(key))
+def names_for(key: str, source: str) -> list[str]:
+    """The proper names of ``source`` that property ``key`` may hold (module doc: no currency code; a
+    person's field the titled name, a doctor's the "Dr." one), or ``[]`` when ``key`` holds no name."""
+    if not holds_name(key):
+        return []
+    codes, words = amount_codes(source), set(key_words(key))
+    bare = bool(words & NAME_PARTS)
+    names = [n for n in proper_names(source) if n not in codes and (bare or not only_titled(n, source))]
     doctors = [n for n in names if _DOCTOR.match(n)]
     if words & DOCTOR_WORDS and doctors:
-        names = doctors
-    elif words & PERSON_WORDS:
-        names = [n for n in names if not _DOCTOR.match(n) and not only_titled(n, source, _DOCTOR_TITLE)]
-    if not names or len(names) > MAX_NAMES:
-        return None
-    return {**{k: v for k, v in node.items() if k != GROUND_KEY}, STATED_KEY: source, NAMES_KEY: names}
+        return doctors
+    if words & PERSON_WORDS:
+        return [n for n in names if not _DOCTOR.match(n) and not only_titled(n, source, _DOCTOR_TITLE)]
+    return names
 
 
 def only_titled(name: str, source: str, title: re.Pattern | None = None) -> bool:
@@ -253,8 +239,3 @@ def amount_codes(source: str) -> set[str]:
 
     codes = {m["code"] for n in noted(source) if (m := _AMOUNT_NOTE.fullmatch(n))}
     return codes | {c for c in CURRENCY_NAMES if re.search(rf"(?<!\w){c}(?!\w)", source)}
-
-
-def is_names(node: Any) -> bool:
-    """Whether a marked subschema is ``name_field``'s."""
-    return isinstance(node, dict) and isinstance(node.get(NAMES_KEY), list)

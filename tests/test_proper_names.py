@@ -1,6 +1,8 @@
-"""Proper names (``structgen.proper_names``): a free-text field whose name says it holds a proper name (a city,
-a team, a make, a person) is one of the request's capitalised names, through the real compiled constraint
-and the validator; the task data's gold values stay allowed; random logits release only names."""
+"""Proper names and paths (``structgen.proper_names``, ``structgen.stated_paths``, ``structgen.stated_spans``): a
+free-text field whose name says it holds a proper name (a city, a team, a make, a person) is one of the
+request's capitalised names, one that holds a file path one of its paths; through the real compiled
+constraint and the validator; the task data's gold values stay allowed; random logits release only names
+and stated paths."""
 
 from __future__ import annotations
 
@@ -13,10 +15,17 @@ from schema_strategies import grounded_decoding, grounded_runs
 import structgen as sg
 from structgen.constraints import compile as compile_spec
 from structgen.grounding import GROUND_KEY, STATED_KEY, Grounded, ground_schema
-from structgen.proper_names import NAMES_KEY, holds_name, proper_names
+from structgen.proper_names import holds_name, proper_names
+from structgen.stated_paths import holds_path, stated_paths
+from structgen.stated_spans import SPANS_KEY, spans_of
 from structgen.validators import run_validators, validators_for
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _spans(node: dict) -> list[str]:
+    return spans_of(node)["values"]
+
 
 MATCH = {"type": "object", "properties": {
     "home_team": {"type": "string"}, "visitors": {"type": "string"}, "home_goals": {"type": "integer"},
@@ -59,8 +68,9 @@ def test_the_proper_names_of_a_request_are_its_capitalised_runs(text, names, not
 def test_a_name_field_is_one_of_the_request_s_names_and_a_value_written_twice_is_a_repeat(tok4k, vocab):
     marked = ground_schema(MATCH, REPORT)["properties"]
     assert STATED_KEY in marked["home_team"] and GROUND_KEY not in marked["home_team"]
-    assert "Malmö FF" in marked["visitors"][NAMES_KEY] and "the final" not in marked["visitors"][NAMES_KEY]
-    assert GROUND_KEY in marked["event_name"] and NAMES_KEY not in marked["event_name"]  # an event's name: free text
+    assert spans_of(marked["visitors"])["kind"] == "name"
+    assert "Malmö FF" in _spans(marked["visitors"]) and "the final" not in _spans(marked["visitors"])
+    assert GROUND_KEY in marked["event_name"] and SPANS_KEY not in marked["event_name"]  # an event's name: free text
     g = Grounded(sg.JsonSchema(MATCH), REPORT)
     c = compile_spec(g, vocab)
     ok = '{"home_team": "FC Porto", "visitors": "Malmö FF", "home_goals": 3}'
@@ -80,23 +90,23 @@ def test_titles_doctors_currencies_and_requests_without_names():
     dialogue = "Caller: Hi, this is Maria Park. I'd like to see Dr. Mensah.\nReceptionist: Dr. Mensah is free."
     schema = {"type": "object", "properties": {k: {"type": "string"} for k in ("patient", "doctor", "surname")}}
     props = ground_schema(schema, dialogue)["properties"]
-    assert props["doctor"][NAMES_KEY] == ["Dr. Mensah"]  # a doctor's field: the name written with "Dr."
-    assert "Maria Park" in props["patient"][NAMES_KEY] and not {"Dr. Mensah", "Mensah"} & set(props["patient"][NAMES_KEY])
-    assert "Mensah" in props["surname"][NAMES_KEY]  # a part of a name: the bare one
+    assert _spans(props["doctor"]) == ["Dr. Mensah"]  # a doctor's field: the name written with "Dr."
+    assert "Maria Park" in _spans(props["patient"]) and not {"Dr. Mensah", "Mensah"} & set(_spans(props["patient"]))
+    assert "Mensah" in _spans(props["surname"])  # a part of a name: the bare one
     car = ground_schema({"type": "object", "properties": {"make": {"type": "string"}}},
                         "Selling my Citroën C3, €28,220 or best offer; EUR only")["properties"]["make"]
-    assert "EUR" not in car[NAMES_KEY] and "Citroën" in car[NAMES_KEY]
+    assert "EUR" not in _spans(car) and "Citroën" in _spans(car)
     # no capitalised name at all, or a length bound none fits: the field stays free text
     plain = ground_schema({"type": "object", "properties": {"city": {"type": "string"}}}, "weather in porto pls")
-    assert GROUND_KEY in plain["properties"]["city"] and NAMES_KEY not in plain["properties"]["city"]
+    assert GROUND_KEY in plain["properties"]["city"] and SPANS_KEY not in plain["properties"]["city"]
     short = ground_schema({"type": "object", "properties": {"city": {"type": "string", "maxLength": 1}}}, REPORT)
-    assert NAMES_KEY not in short["properties"]["city"]
+    assert SPANS_KEY not in short["properties"]["city"]
 
 
 @pytest.mark.parametrize("family", ["json", "tool"])
 @pytest.mark.parametrize("split", ["train", "heldout"])
-def test_gold_values_of_the_task_data_are_names_grounding_allows(family, split):
-    """Every gold value of a field the rule makes a choice of names is one of those names."""
+def test_gold_values_of_the_task_data_are_names_and_paths_grounding_allows(family, split):
+    """Every gold value of a field the rules make a choice of names or paths is one of them."""
     from structgen.train.data import examples
 
     checked = 0
@@ -105,8 +115,8 @@ def test_gold_values_of_the_task_data_are_names_grounding_allows(family, split):
         schema, value = ((ex.spec.tool(gold["name"]).schema, gold["arguments"]) if family == "tool"
                          else (ex.spec.schema, gold))
         for key, node in ground_schema(schema, ex.prompt).get("properties", {}).items():
-            if isinstance(node, dict) and node.get(NAMES_KEY) and key in value:
-                assert value[key] in node[NAMES_KEY], (ex.prompt, key, value[key], node[NAMES_KEY])
+            if spans_of(node) and key in value:
+                assert value[key] in _spans(node), (ex.prompt, key, value[key], _spans(node))
                 checked += 1
     assert checked > 20
 
@@ -121,3 +131,42 @@ def test_random_logits_write_names_into_name_fields(release_grounded, decoding):
     value = json.loads(r.text)
     names = proper_names(REPORT)
     assert value["home_team"] in names and value["visitors"] in names, r.text
+
+
+@pytest.mark.parametrize("key, holds", [("path", True), ("file_path", True), ("filename", True), ("folder", True),
+                                        ("file_size", False), ("file_type", False), ("city", False)])
+def test_a_field_holds_a_path_when_its_own_name_says_so(key, holds):
+    assert holds_path(key) is holds
+
+
+@pytest.mark.parametrize("text, paths", [
+    ("Clean-up time: the file /tmp/dump.sql should go away permanently.", ["/tmp/dump.sql"]),
+    ("Can you delete the file at /home/ana/projects/old/budget (copy).xlsx?",
+     ["/home/ana/projects/old/budget (copy).xlsx"]),
+    ("Erase `~/Pictures/Kraków trip/Résumé José.pdf` from disk!", ["~/Pictures/Kraków trip/Résumé José.pdf"]),
+    ("trash C:\\Users\\Søren\\Desktop\\old invoice.pdf now", ["C:\\Users\\Søren\\Desktop\\old invoice.pdf"]),
+    ("wipe /var/log/app and /tmp/x.txt, then notes.txt", ["/var/log/app", "/tmp/x.txt", "notes.txt"]),
+    ("mail ana@x.org about https://x.org/a", []),
+])
+def test_the_paths_of_a_request_run_to_their_file_name_and_no_further(text, paths):
+    assert list(stated_paths(text)) == paths
+
+
+def test_a_path_field_is_a_stated_path_through_the_constraint(tok4k, vocab):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+    from tools import TOOLS
+
+    request = "Clean-up time: the file /tmp/dump.sql should go away permanently."
+    spec = sg.ToolCallSpec(TOOLS)
+    g = Grounded(spec, request)
+    c = compile_spec(g, vocab)
+    ok = '{"name": "delete_file", "arguments": {"path": "/tmp/dump.sql"}}'
+    bad = '{"name": "delete_file", "arguments": {"path": "/tmp/dump.sql should"}}'
+    assert c.accepts(tok4k(ok, add_special_tokens=False)["input_ids"]) and run_validators(validators_for(g), ok) == []
+    assert not c.accepts(tok4k(bad, add_special_tokens=False)["input_ids"]) and run_validators(validators_for(g), bad)
+    (issue,) = run_validators(validators_for(Grounded(sg.JsonSchema(spec.tool("delete_file").schema), request)),
+                              '{"path": "/tmp/dump.sql should"}')
+    assert "'/tmp/dump.sql should' is not a path the request states (it states /tmp/dump.sql)" in issue.message

@@ -44,7 +44,7 @@ from referencing.jsonschema import DRAFT202012, specification_with
 from structgen.errors import GenerationError, SpecError, UnsupportedSchemaError
 from structgen.constraints.quote_automaton import is_quoted
 from structgen.grounding import GROUND_KEY, STATED_KEY, quotable, source_of, stated_for
-from structgen.proper_names import NAMES_KEY
+from structgen.stated_spans import spans_of
 
 from .base import Issue, Span
 from .json_spans import JsonSpans, JsonSyntaxIssue, PathT, json_pointer, parse_with_spans
@@ -183,7 +183,8 @@ def grounded_dialect(cls: type[JsonschemaValidator]) -> type[JsonschemaValidator
                 and isinstance(source, str):
             values = stated_for(schema, source)
             if instance not in values:
-                what = schema.get("format") or ("choice" if "enum" in schema else "name" if NAMES_KEY in schema
+                spans = spans_of(schema)
+                what = schema.get("format") or (spans["kind"] if spans else "choice" if "enum" in schema
                                                 else "value of this pattern" if "pattern" in schema else "number")
                 yield ValidationError(f"{instance!r} is not a {what} the request states (it states "
                                       f"{', '.join(map(str, values)) or 'none'})")
