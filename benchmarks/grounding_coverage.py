@@ -11,7 +11,8 @@ stated) are counted apart. SQL: each string literal of the gold query against ``
 (``structgen.sql.grounded``); alert rules: each metric, threshold, comparison operator, aggregation, window,
 hold time, label value, channel, team and severity of the gold rule against the grounded catalog
 (``validators.alerts.grounded``), and the whole gold rule against the grounded spec's validators; JSON and
-tool calls: the whole gold answer too (the rules across fields: roles, named numbers, proper names...). No model; figures only, nothing is asserted.
+tool calls: the whole gold answer too (the rules across fields: roles, named numbers, proper names...).
+No model; figures only, nothing is asserted.
 
     python benchmarks/grounding_coverage.py                 # 400 examples per family and split
     python benchmarks/grounding_coverage.py -n 1000 --json coverage.json

@@ -5,15 +5,15 @@ and a small model fills a name field with the wrong part of it: ``"shelterCity":
 ``"model": "grey"``, ``"home": "the final"``, ``"visitors": "2026"``, ``"place": "A magnitude"``,
 ``"organisation": "dana.ivanova@mail.example.net"``. Where the field's own name says what it holds, a
 person, a place, a team, a make, an organisation (``holds_name``: ``city``, ``shelter_city``, ``homeTeam``,
-``patient_name``, ``make``, ``employer``; not ``event_name``, ``file_name``, ``title``, ``model_year``, nor a bare
-``name``, which is as often a product's), its
+``patient_name``, ``make``, ``employer``; not ``event_name``, ``file_name``, ``title``, ``model_year``, nor
+a bare ``name``, which is as often a product's), its
 value is one of the request's **proper names** (``proper_names``): a run of at most ``MAX_NAME_WORDS``
 words of one line and one clause, each capitalised (a letter in upper case: ``Malmö FF``, ``XC60``,
 ``Dr.``) or, inside the run, a particle (``de``, ``van``, ``of``, ``&``: ``Pão & Cia``, ``Head of Sales``),
 whose first word is no function word (``A``, ``I'm``, ``This``) nor one that opens a sentence as a
 greeting, request or heading (``STARTER_WORDS``: ``Meet``, ``Call``, ``Thanks``, ``BREAKING``), none of
-which is a bare number (``Benfica 0-4``), an address or a path (``@``, ``/``, ``\\``), that is no date word alone
-(``July``, ``Aug``), no label or heading (``Attendance:``, ``FOR SALE:``, ``NEW THIS TERM >>``), no
+which is a bare number (``Benfica 0-4``), an address or a path (``@``, ``/``, ``\\``), that is no date
+word alone (``July``, ``Aug``), no label or heading (``Attendance:``, ``FOR SALE:``, ``NEW THIS TERM >>``), no
 currency code of an amount (``EUR``) and longer than one letter (the ``M`` of ``M: ana@...``). A title's
 period stays (``Dr. Weber``); a person's field takes the name with the title the request writes it with
 (``Dr. Weber``, not ``Weber``; a part of a name, ``surname``, takes the bare one), a doctor's field a
@@ -22,8 +22,8 @@ name written with "Dr." where there is one, and another person's field (``patien
 ``ground_schema`` makes such a field a choice of those names (``structgen.stated_spans``: the validators, the
 constraint and the repeat pass read them as the stated values they are: ``"home": "Malmö FF", "away":
 "Malmö FF"`` is a value written more often than the request states it, and the repeat pass redoes it). A
-request with no proper name leaves the field free text. The rule reads English cues: a
-request that writes names in lower case ("book it for john") leaves the field free text only when it
+request with no proper name leaves the field free text. The rule reads English cues: a request that
+writes names in lower case ("book it for john") leaves the field free text only when it
 writes no other capitalised word; otherwise the name cannot be written (a known limit).
 """
 
@@ -34,6 +34,7 @@ import re
 from typing import NamedTuple
 
 __all__ = ["holds_name", "proper_names", "names_for", "MAX_NAME_WORDS"]
+
 #: the most words of a proper name
 MAX_NAME_WORDS = 5
 

@@ -7,8 +7,9 @@ word of ``PATH_WORDS``, ``path``, ``file``, ``filename``, ``folder``; none of ``
 ``file_size``, ``file_type``) is one of the request's **paths** (``stated_paths``): a span of one line that
 starts with a word holding a ``/`` or ``\\`` (``/tmp``, ``~/Downloads/...``, ``C:\\Users\\...``,
 ``./build/...``) and, unless that word has a file extension, ends at the first word with one at most
-``MAX_PATH_WORDS`` words on (or the last with a slash) (paths hold spaces: ``~/Pictures/Kraków trip/IMG_0042.jpg``,
-``/tmp/budget (copy).xlsx``), or a single file name (``notes.txt``); quotes and backticks around it and the sentence's punctuation after it
+``MAX_PATH_WORDS`` words on, or the last with a slash (paths hold spaces: ``~/Pictures/Kraków
+trip/IMG_0042.jpg``, ``/tmp/budget (copy).xlsx``), or a single file name (``notes.txt``); quotes and
+backticks around it and the sentence's punctuation after it
 are not part of it. ``ground_schema`` makes such a field a choice of those paths (``structgen.stated_spans``);
 a request that writes no path leaves it free text.
 """

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-__all__ = ["SPANS_KEY", "KIND_KEY", "KINDS", "spans_field", "spans_of", "MAX_SPANS"]
+__all__ = ["SPANS_KEY", "KIND_KEY", "spans_field", "spans_of", "MAX_SPANS"]
 
 SPANS_KEY = "x-structgen-spans"  # the spans a field may be (a list: a schema walker reads no schema in it)
 KIND_KEY = "x-structgen-span-kind"  # which kind: "name" or "path"
@@ -25,15 +25,11 @@ MAX_SPANS = 300
 
 def _kinds() -> dict[str, Callable[[str, str], list[str]]]:
     """kind -> ``(key, source) -> spans``: the spans of ``source`` a field named ``key`` may hold ([] if
-    ``key`` names no value of that kind)."""
+    ``key`` names no value of that kind), in the order a field is tried."""
     from .proper_names import names_for
     from .stated_paths import paths_for
 
     return {"name": names_for, "path": paths_for}
-
-
-#: the kinds, in the order a field is tried (``_kinds``: kind -> ``(key, source) -> spans``)
-KINDS = ("name", "path")
 
 
 def spans_field(key: str, node: Any, source: str) -> dict | None:
