@@ -35,20 +35,20 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     """``out`` (the marked copy of object subschema ``node``) with the rules of the module docstring applied
     to its ``properties`` and ``required``."""
     from .grounding import GROUND_KEY, STATED_KEY, _default_only, _email_only, stated_for, unstated
-    from .named_numbers import named_fields, split_by_name
+    from .named_numbers import split_by_name
     from .named_quotes import name_quotes
-    from .stated_spans import spans_field
     from .roles import split_by_role
+    from .stated_spans import spans_field
 
     required = node.get("required") if isinstance(node.get("required"), list) else []
     props = {k: _default_only(sub) if k not in required and isinstance(sub, dict) and "default" in sub
              and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
     props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
-    props = split_by_name(props, source)
+    props, naming = split_by_name(props, source)
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
-    named += [k for k in named_fields(props, source) if k not in required]
+    named += [k for k in naming if k not in required]
     result = {**out, "properties": props}
     if named:
         result["required"] = [*(out.get("required") or []), *named]

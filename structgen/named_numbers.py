@@ -9,7 +9,7 @@ compared on their first five letters) against the word right before the number (
 one field only is that field's: the field then allows only the numbers it names, and every other number
 field excludes them (``EXCLUDE_KEY``).
 A number named by two fields, or by none, stays open to all of them. A field that names a number is
-written (``named_fields``: "Attendance: 46,711" states the optional ``attendance``).
+written (``split_by_name`` returns it: "Attendance: 46,711" states the optional ``attendance``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["name_words", "named_numbers", "split_by_name", "named_fields"]
+__all__ = ["name_words", "named_numbers", "split_by_name"]
 
 _SKIP = frozenset({"of", "a", "an", "the", "is", "was", "at", "to", "are", "were"})
 _WORD = re.compile(r"[^\W\d_]+")
@@ -63,42 +63,25 @@ def named_numbers(fields: dict[str, Any], source: str) -> dict[Any, str]:
     return {v: next(iter(names)) for v, names in claims.items() if len(names) == 1}
 
 
-def _numeric(properties: dict) -> dict:
-    """The stated number fields of ``properties`` (marked)."""
-    from .grounding import STATED_KEY, _number_only
+def split_by_name(properties: dict, source: str) -> tuple[dict, list[str]]:
+    """``properties`` (marked) with the rule of the module docstring applied to its stated number fields, and
+    the fields that name a number (an optional one is then written)."""
+    from .grounding import EXCLUDE_KEY, STATED_KEY, _number_only, stated_for
 
-    return {k: n for k, n in properties.items() if isinstance(k, str) and isinstance(n, dict)
-            and STATED_KEY in n and _number_only(n)}
-
-
-def named_fields(properties: dict, source: str) -> list[str]:
-    """The stated number fields of ``properties`` (marked, two or more) that ``source`` names a number of that
-    the field allows: an optional one is then written."""
-    from .grounding import stated_for
-
-    numeric = _numeric(properties)
+    numeric = {k: n for k, n in properties.items() if isinstance(k, str) and isinstance(n, dict)
+               and STATED_KEY in n and _number_only(n)}
     if len(numeric) < 2:
-        return []
+        return properties, []
     owner = named_numbers(numeric, source)
-    return [k for k, node in numeric.items() if any(owner.get(v) == k for v in stated_for(node, source))]
-
-
-def split_by_name(properties: dict, source: str) -> dict:
-    """``properties`` (marked) with the rule of the module docstring applied to its stated number fields."""
-    from .grounding import EXCLUDE_KEY, stated_for
-
-    numeric = _numeric(properties)
-    if len(numeric) < 2:
-        return properties
-    owner = named_numbers(numeric, source)
-    out = dict(properties)
+    out, named = dict(properties), []
     for key, node in numeric.items():
         values = stated_for(node, source)
         own = [v for v in values if owner.get(v) == key]
         if own:  # the numbers it names, and no other
+            named.append(key)
             barred = [v for v in values if v not in own]
         else:  # any but those another field names
             barred = [v for v in values if owner.get(v) not in (None, key)]
         if barred and len(barred) < len(values):
             out[key] = {**node, EXCLUDE_KEY: [*node.get(EXCLUDE_KEY, []), *barred]}
-    return out
+    return out, named

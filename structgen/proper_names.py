@@ -81,10 +81,16 @@ _TOKEN = re.compile(r"[^\s=|<>\u2192]+")  # "Country=Finland", "Ana|CTO": two wo
 _EDGE = ".,;:!?()[]{}'\"`\u201c\u201d\u2018\u2019*"
 _BREAK = ",;:!?)(]["  # punctuation at a token's edge that ends a name there (a period: ``_ends_clause``)
 _OPEN = "([{\"'`\u201c\u2018"
-_TITLED = re.compile(r"(?<!\w)(?:" + "|".join(TITLES) + r")\.?\s+$", re.IGNORECASE)
+
+
+def _title_before(titles) -> re.Pattern:
+    """A title of ``titles`` (its period optional) and the space after it, right at the end of a text."""
+    return re.compile(r"(?<!\w)(?:" + "|".join(titles) + r")\.?\s+$", re.IGNORECASE)
+
+
+_TITLED = _title_before(TITLES)
+_DOCTOR_TITLE = _title_before(["dr"])
 _DOCTOR = re.compile(r"Dr\.?\s", re.IGNORECASE)
-_DOCTOR_TITLE = re.compile(r"(?<!\w)Dr\.?\s+$", re.IGNORECASE)
-_AMOUNT_NOTE = re.compile(r"-?\d[\d.]*\s+(?P<code>[A-Z]{3})")
 _NUMBER = re.compile(r"[\d.,:/+-]+")
 
 
@@ -236,7 +242,7 @@ def amount_codes(source: str) -> set[str]:
     """The currency codes ``source`` states or its request notes give an amount (``EUR`` of "asking EUR
     3,843" and of "€28,220"): a currency, no name."""
     from .grounding import noted
-    from .request_notes import CURRENCY_NAMES
+    from .request_notes import CURRENCY_NAMES, note_currency
 
-    codes = {m["code"] for n in noted(source) if (m := _AMOUNT_NOTE.fullmatch(n))}
+    codes = {note_currency(n) for n in noted(source)} - {None}
     return codes | {c for c in CURRENCY_NAMES if re.search(rf"(?<!\w){c}(?!\w)", source)}

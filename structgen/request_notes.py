@@ -48,7 +48,7 @@ import re
 
 from .errors import ConfigError
 
-__all__ = ["VERSION", "annotate", "check_version", "notes"]
+__all__ = ["VERSION", "annotate", "check_version", "notes", "note_currency"]
 
 #: the rules below; a model records the version it was trained with (1: dates, clock times, UTC offsets;
 #: 2: and amounts, currencies, whole date-times, nothing in quotes)
@@ -109,6 +109,15 @@ def _number(text: str) -> str:
     """``"1,250.00"`` -> ``"1250"``, ``"82.40"`` -> ``"82.4"``: the amount as JSON writes it."""
     n = text.replace(",", "")
     return n.rstrip("0").rstrip(".") if "." in n else n
+
+
+_AMOUNT_NOTE = re.compile(r"-?\d[\d.]*\s+(?P<code>[A-Z]{3})")
+
+
+def note_currency(note: str) -> str | None:
+    """The currency code of an amount note (``"4847 GBP"`` -> ``GBP``, as ``_amount`` writes it), else None."""
+    m = _AMOUNT_NOTE.fullmatch(note)
+    return m["code"] if m else None
 
 
 def _amount(m: re.Match) -> str | None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .request_notes import note_currency
+
 __all__ = ["direction_pair", "value_roles", "split_by_role"]
 
 _FROM_FIELD = re.compile(r"(?:origin|source|src|from|departure)(?:_\w+)?|\w+_from", re.IGNORECASE)
@@ -32,7 +34,6 @@ _CUES = re.compile(r"(?<!\w)(?:(?P<from>from|out\s+of|leaving|departing|based\s+
                    re.IGNORECASE)
 _AFTER_TO = re.compile(r"\s*(?:equivalent|value)\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.;?!](?:\s|$)")
-_AMOUNT_NOTE = re.compile(r"-?\d[\d.]*\s+(?P<code>\S+)")
 
 
 def direction_pair(properties: dict) -> tuple[str, str] | None:
@@ -57,8 +58,7 @@ def _places(value: str, source: str, notes: list[tuple[int, int, str]]) -> list[
     """(start, end, is an amount's currency) of each place ``source`` states ``value``."""
     out = [(m.start(), m.end(), False) for m in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", source)]
     for a, b, note in notes:
-        amount = _AMOUNT_NOTE.fullmatch(note)
-        if amount and amount["code"] == value:
+        if note_currency(note) == value:
             out.append((a, b, True))
         elif note == value and not any(a <= s < b for s, _, _ in out):
             out.append((a, b, False))
