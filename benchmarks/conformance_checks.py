@@ -18,9 +18,9 @@ if str(ROOT) not in sys.path:  # the repo root, for ``structgen``
 
 from conformance_data import Case, serialisations  # noqa: E402
 
-#: strict llguidance options for the anchor: no flexible whitespace, the same separators as structgen
-#: (one optional space after ``,`` and ``:``); never ``lenient``.
-LL_OPTIONS: dict = {"whitespace_flexible": False, "item_separator": ",[ ]?", "key_separator": ":[ ]?"}
+#: strict llguidance options for the anchor: no flexible whitespace, the same layout as structgen
+#: (one space after ``,`` and ``:``); never ``lenient``.
+LL_OPTIONS: dict = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 STAGES = ("sg", "ll")
 
 

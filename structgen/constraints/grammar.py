@@ -13,9 +13,9 @@ It serves every spec kind: Lark grammars, JSON schemas (recursive ones included)
   llguidance's dialect (priorities dropped: they choose among parses, not what is in the language of
   Lark's Earley parser). What neither route can express (``%declare``'d terminals fed by a postlexer,
   look-around in terminal regexes) is a ``CompileError`` naming the construct.
-* ``JsonSchema``: ``grammar_from_json_schema`` with whitespace fixed to match the automaton engine:
-  ``whitespace_flexible=False``, ``item_separator=",[ ]?"``, ``key_separator=":[ ]?"`` — one optional
-  space after ``,`` and ``:`` and nowhere else (no newlines, no runs of spaces, nothing around braces).
+* ``JsonSchema``: ``grammar_from_json_schema`` in the one JSON layout the automaton engine writes too:
+  ``whitespace_flexible=False``, ``item_separator=", "``, ``key_separator=": "`` — one space after each
+  ``,`` and ``:`` and nowhere else (``json.dumps`` with its default separators).
   When strict compilation fails only because of keywords llguidance does not implement (``not``,
   ``if``/``then``/``else``, ``uniqueItems``, ``contains``, ``dependentRequired``, ``oneOf`` that is not
   provably ``anyOf``, unknown ``format``...), the schema is compiled again with ``lenient=True`` so those
@@ -49,9 +49,9 @@ from .vocab import TokenVocab
 __all__ = ["GrammarConstraint", "GrammarSession", "JSON_WHITESPACE", "ascii_classes", "lark_to_llguidance",
            "unpack_bitmasks"]
 
-#: llguidance JSON compile options: one optional space after ``,`` and ``:``, nothing else. (The automaton,
-#: through outlines-core, also allows one around brackets; this engine's JSON is the stricter of the two.)
-JSON_WHITESPACE: dict = {"whitespace_flexible": False, "item_separator": ",[ ]?", "key_separator": ":[ ]?"}
+#: llguidance JSON compile options: the one JSON layout (one space after ``,`` and ``:``, nothing else), the
+#: same as the automaton engine's (``json_regex.canonical_layout``)
+JSON_WHITESPACE: dict = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 
 _UNSUPPORTED_HINTS = ("Unimplemented keys", "not supported", "Unknown format", "coerce_one_of")
 

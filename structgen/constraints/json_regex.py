@@ -10,8 +10,10 @@ depth, which would reject valid deep instances.
 from __future__ import annotations
 
 import json
+import re
 
-WHITESPACE = r"[ ]?"
+#: what outlines-core is told to write wherever JSON allows whitespace; ``canonical_layout`` replaces it
+WS_MARK = "(?#structgen-ws)"
 MAX_ESTIMATE = 2_000_000  # estimated regex characters; past this outlines-core may exhaust memory
 MAX_REGEX = 200_000  # actual regex characters
 
@@ -152,6 +154,21 @@ def check_automaton_fit(schema, root: dict | None = None) -> None:
     walk(schema, True)
 
 
+def canonical_layout(regex: str) -> str:
+    """Put the one JSON layout into outlines-core's regex: one space after each ``,`` and ``:``, nothing
+    elsewhere (what ``json.dumps`` writes with its default separators).
+
+    outlines-core marks every place where JSON allows whitespace with ``WS_MARK``. A mark right after a
+    structural ``,`` or ``:`` becomes a space; every other mark (around brackets, before a separator) becomes
+    nothing. An optional property written before a required one is the group ``(...,)?`` followed by a mark
+    outside it; there the space moves inside the group, after its comma, so that it is written only when
+    the property is.
+    """
+    regex = regex.replace(WS_MARK + ",)?", ", )?")
+    regex = re.sub(r"([,:])(\(*)" + re.escape(WS_MARK), r"\1 \2", regex)
+    return regex.replace(WS_MARK, "")
+
+
 def schema_to_regex(schema: dict) -> str:
     """The outlines-core regex for ``schema``, or AutomatonUnsupported when it should not be built."""
     from outlines_core.json_schema import build_regex_from_schema
@@ -164,7 +181,7 @@ def schema_to_regex(schema: dict) -> str:
 
     shaped, subs = substitute(schema)
     try:
-        regex = put_back(build_regex_from_schema(json.dumps(shaped), WHITESPACE), subs)
+        regex = put_back(canonical_layout(build_regex_from_schema(json.dumps(shaped), WS_MARK)), subs)
     except Exception as e:  # outlines-core raises ValueError/TypeError for unsupported keywords
         raise AutomatonUnsupported(str(e).strip().splitlines()[0][:300]) from None
     if len(regex) > MAX_REGEX:

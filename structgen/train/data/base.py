@@ -8,7 +8,7 @@
   optional), ``<slot:...>`` keeps a part only when the slot has a value, ``{slot}`` inserts a value;
   :func:`noise` varies casing and punctuation of the template words (never of the inserted values).
 * :func:`canonical_json` is the one serialisation of every JSON target: ``", "`` and ``": "`` separators
-  (both engines allow one optional space after ``,`` and ``:``, docs/design-notes.md "Whitespace"), non-ASCII
+  (the one layout both engines write, docs/design-notes.md "Whitespace"), non-ASCII
   kept as is, keys in schema property order (:func:`ordered`).
 * :func:`example_file` finds a file of ``examples/`` (the tools, the shop database's builder, the alert
   catalog) in a source checkout or, installed from a wheel, inside the package (``structgen/examples``).
