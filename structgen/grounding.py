@@ -36,7 +36,10 @@ restricts the strings of a JSON Schema spec to what the request states:
   dropped while another is left (``structgen.grounding_fields``);
 * an optional property with a ``default`` whose value would be a number, an e-mail, a date or a patterned
   string (or a list of them) of which the request states none (``unstated``) is its default alone
-  (``const``): "It's for Car service" states no duration, so ``duration_minutes`` is left out or 30.
+  (``const``): "It's for Car service" states no duration, so ``duration_minutes`` is left out or 30; one
+  with no ``default`` is left out (the object then closed to other keys), and so is a number field whose
+  every stated value another field names, or is a duration in a unit its name does not say ("11 weeks" is
+  77 days, no ``capacity``: ``structgen.named_numbers``).
 
 Each is left as the schema has it when the request states no such value (an enum whose choices it names in
 other words, "°F", is left whole); other formats are never touched. The caveat of the pattern rule: a code

@@ -13,8 +13,15 @@
 * **named quotes** — a free-text field the request names a quoted span as is that span
   (``structgen.named_quotes``);
 * **named numbers** — of several number fields, one the request names a number as ("a depth of 66 km":
-  ``depth_km``) takes the numbers it names, and the others do not; an optional one is then written
+  ``depth_km``) takes the numbers it names, and the others do not; an optional one is then written; a
+  duration's converted value goes only to a field in its unit ("11 weeks" is no ``capacity`` of 77)
   (``structgen.named_numbers``);
+* **left out** — an optional property with no ``default``, of a kind whose value is read off the request (a
+  number, an e-mail, a date, a patterned string), for which the request states no value, or only values
+  other fields name, is left out: "officials report 14 injuries" states no ``depthKm``. The object then
+  allows no property it does not list (``additionalProperties: false``); an object whose other keys a
+  schema allows (``additionalProperties`` or ``patternProperties``) or counts (``minProperties``...) keeps
+  them all;
 * **named choices** — an optional ``enum`` property of which the request names a choice is written
   ("business class if possible": ``cabin`` is required, and ``business``);
 * **feasible branches** — of a union (``anyOf``/``oneOf``) of objects, such as a tool-call schema's tools, a
@@ -45,14 +52,30 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
              and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
     props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
-    props, naming = split_by_name(props, source)
+    props, naming, empty = split_by_name(props, source)
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
     named += [k for k in naming if k not in required]
     result = {**out, "properties": props}
     if named:
         result["required"] = [*(out.get("required") or []), *named]
-    return result
+    gone = [k for k, sub in node["properties"].items() if k not in required and isinstance(sub, dict)
+            and "default" not in sub and (k in empty or unstated(sub, source))]
+    return _leave_out(result, gone) if gone else result
+
+
+#: object keywords under which a property left out would still be allowed, or counted
+_OPEN_OBJECT = ("patternProperties", "minProperties", "maxProperties", "propertyNames", "dependentRequired",
+                "dependentSchemas", "dependencies", "unevaluatedProperties")
+
+
+def _leave_out(node: dict, keys: list[str]) -> dict:
+    """Object subschema ``node`` without the optional properties ``keys`` and closed to any other (unchanged
+    when it allows or counts other keys)."""
+    if node.get("additionalProperties", False) is not False or any(k in node for k in _OPEN_OBJECT):
+        return node
+    props = {k: v for k, v in node["properties"].items() if k not in keys}
+    return {**node, "properties": props, "additionalProperties": False}
 
 
 def _required_kinds(node: Any, source: str, depth: int = 0) -> list[bool]:

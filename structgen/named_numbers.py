@@ -6,10 +6,17 @@ Grounding (``structgen.grounding_fields``) reads which field the text names each
 field's name (``depth_km``: *depth*, *km*; ``maxStudents``: *max*, *students*; any case, plurals alike,
 compared on their first five letters) against the word right before the number (past "of", "a", "the",
 "is", "was", "at", "to", within its clause: not past ", ") and the first word after it. A number named by
-one field only is that field's: the field then allows only the numbers it names, and every other number
-field excludes them (``EXCLUDE_KEY``).
-A number named by two fields, or by none, stays open to all of them. A field that names a number is
-written (``split_by_name`` returns it: "Attendance: 46,711" states the optional ``attendance``).
+one field only, at each of its mentions, is that field's: the field then allows only the numbers it names,
+and every other number field excludes them (``EXCLUDE_KEY``).
+A number named by two fields, or by none at one of its mentions, stays open to all of them. A field that
+names a number is written (``split_by_name`` returns it: "Attendance: 46,711" states the optional
+``attendance``).
+
+A duration's converted value ("11 weeks" states 77 days, "two hours" 120 minutes:
+``stated_numbers.converted_numbers``) is named by its unit: it is the value of a field whose name says that
+unit (``days``, ``duration_minutes``) or only says it is a duration (``duration``, ``length``), and of no
+other field ("runs 11 weeks" states no ``capacity`` of 77). A field whose every stated number is excluded so is
+returned too: it states none (an optional one is then left out, ``grounding_fields``).
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ from typing import Any
 __all__ = ["name_words", "named_numbers", "split_by_name"]
 
 _SKIP = frozenset({"of", "a", "an", "the", "is", "was", "at", "to", "are", "were"})
+#: the name words (stems) of a converted duration's unit, and those of a field that holds any duration
+UNIT_STEMS = {"days": frozenset({"day", "daily"}), "minutes": frozenset({"minut", "min"})}
+DURATION_STEMS = frozenset({"durat", "lengt"})
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -33,16 +43,17 @@ def name_words(name: str) -> set[str]:
     return {_stem(w) for w in re.split(r"[\s_\-.]+", spaced) if w}
 
 
-def _neighbours(source: str, start: int) -> list[str]:
+def _neighbours(source: str, start: int) -> tuple[list[str], list[str]]:
     """The word right before the number at ``start`` (past ``_SKIP`` words, within its sentence) and the
-    first word after its digits or number word (a duration's unit: "6 weeks" gives *weeks*)."""
+    first word after its digits or number word (a duration's unit: "6 weeks" gives *weeks*), each a list
+    of at most one."""
     from .stated_numbers import WORDS
 
     clause = _CLAUSE.split(_SENTENCE.split(source[max(0, start - 60):start])[-1])[-1]
     before = [w for w in _WORD.findall(clause) if w.lower() not in _SKIP][-1:]
     after = [w for w in _WORD.findall(_SENTENCE.split(source[start:start + 40])[0])
              if w.lower() not in WORDS][:1]
-    return before + after
+    return before, after
 
 
 _SENTENCE = re.compile(r"[.;!?\n]\s+(?=[A-Z])|\n")
@@ -51,37 +62,46 @@ _CLAUSE = re.compile(r",\s")  # "four bedrooms, 3,027.00 EUR": the bedrooms are 
 
 def named_numbers(fields: dict[str, Any], source: str) -> dict[Any, str]:
     """The numbers of ``source`` that exactly one of ``fields`` (name -> anything) names, and its name."""
-    from .stated_numbers import number_places
+    from .stated_numbers import unit_places
 
     stems = {name: name_words(name) for name in fields}
-    claims: dict[Any, set[str]] = {}
-    for start, _, value in number_places(source):
-        near = {_stem(w) for w in _neighbours(source, start)}
-        for name, words in stems.items():
-            if words & near:
-                claims.setdefault(value, set()).add(name)
-    return {v: next(iter(names)) for v, names in claims.items() if len(names) == 1}
+    claims: dict[Any, set[str | None]] = {}
+    for start, _, value, unit in unit_places(source):
+        before, after = _neighbours(source, start)
+        if unit:  # 77 of "11 weeks" is named by its unit, days, and not by "weeks"
+            near = {_stem(w) for w in before} | UNIT_STEMS[unit]
+        else:
+            near = {_stem(w) for w in before + after}
+        # a mention no field names leaves its value open ("runs 11 weeks. Only 11 places!")
+        claims.setdefault(value, set()).update({n for n, words in stems.items() if words & near} or {None})
+    return {v: next(iter(names)) for v, names in claims.items() if len(names) == 1 and None not in names}
 
 
-def split_by_name(properties: dict, source: str) -> tuple[dict, list[str]]:
-    """``properties`` (marked) with the rule of the module docstring applied to its stated number fields, and
-    the fields that name a number (an optional one is then written)."""
+def split_by_name(properties: dict, source: str) -> tuple[dict, list[str], list[str]]:
+    """``properties`` (marked) with the rules of the module docstring applied to its stated number fields, the
+    fields that name a number (an optional one is then written), and those left with no stated number."""
     from .grounding import EXCLUDE_KEY, STATED_KEY, _number_only, stated_for
+    from .stated_numbers import converted_numbers
 
     numeric = {k: n for k, n in properties.items() if isinstance(k, str) and isinstance(n, dict)
                and STATED_KEY in n and _number_only(n)}
-    if len(numeric) < 2:
-        return properties, []
-    owner = named_numbers(numeric, source)
-    out, named = dict(properties), []
+    if not numeric:
+        return properties, [], []
+    owner = named_numbers(numeric, source) if len(numeric) > 1 else {}  # "3 out of 5 stars": one field is open
+    converted = converted_numbers(source)
+    out, named, empty = dict(properties), [], []
     for key, node in numeric.items():
         values = stated_for(node, source)
+        words = name_words(key)
         own = [v for v in values if owner.get(v) == key]
         if own:  # the numbers it names, and no other
             named.append(key)
             barred = [v for v in values if v not in own]
-        else:  # any but those another field names
-            barred = [v for v in values if owner.get(v) not in (None, key)]
-        if barred and len(barred) < len(values):
+        else:  # any but those another field names, and no duration in a unit it does not hold
+            barred = [v for v in values if owner.get(v) not in (None, key)
+                      or v in converted and not words & (UNIT_STEMS[converted[v]] | DURATION_STEMS)]
+        if values and len(barred) == len(values):
+            empty.append(key)
+        elif barred:
             out[key] = {**node, EXCLUDE_KEY: [*node.get(EXCLUDE_KEY, []), *barred]}
-    return out, named
+    return out, named, empty

@@ -24,7 +24,8 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["COUNT", "count_of", "number_mentions", "number_places", "stated_numbers"]
+__all__ = ["COUNT", "count_of", "converted_numbers", "number_mentions", "number_places", "stated_numbers",
+           "unit_places"]
 
 _UNITS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
           "sixteen seventeen eighteen nineteen").split()
@@ -75,6 +76,24 @@ def stated_numbers(text: str) -> list[int | float]:
 def number_places(text: str) -> tuple[tuple[int, int, int | float], ...]:
     """(start, end, value) of each number ``text`` states (see the module doc), in order; a duration gives
     its count and its converted value at one place."""
+    return tuple((a, b, v) for a, b, v, _ in unit_places(text))
+
+
+@functools.lru_cache(maxsize=256)
+def converted_numbers(text: str) -> dict[int | float, str]:
+    """The numbers ``text`` states only as a duration's converted value, and that value's unit: "11 weeks"
+    gives ``{77: "days"}``, "two hours" ``{120: "minutes"}``. A value it also states otherwise (a count, or
+    another duration's count) is not one of them."""
+    units: dict[int | float, set] = {}
+    for _, _, v, unit in unit_places(text):
+        units.setdefault(v, set()).add(unit)
+    return {v: next(iter(u)) for v, u in units.items() if None not in u and len(u) == 1}
+
+
+@functools.lru_cache(maxsize=256)
+def unit_places(text: str) -> tuple[tuple[int, int, int | float, str | None], ...]:
+    """``number_places`` with each value's unit: ``days`` or ``minutes`` for a duration's converted value
+    (weeks, hours), ``None`` for every other number."""
     from .constraints.placeholders import EMAIL
     from .request_notes import notes
 
@@ -85,23 +104,24 @@ def number_places(text: str) -> tuple[tuple[int, int, int | float], ...]:
     def free(m: re.Match) -> bool:
         return not any(a < m.end() and m.start() < b for a, b in blocked)
 
-    found: list[tuple[int, int, int | float]] = []
+    found: list[tuple[int, int, int | float, str | None]] = []
     for m in _DURATION.finditer(text):
         if not free(m):
             continue
         n = 0.5 if m["half"] else 0.25 if m["quarter"] else count_of(m)
         n += 0.5 if m["and_half"] else 0.0
-        per = 7 if m["unit"].lower().startswith("w") else 60
-        found += [(m.start(), m.end(), n * per), (m.start(), m.end(), n)]
+        weeks = m["unit"].lower().startswith("w")
+        found += [(m.start(), m.end(), n * (7 if weeks else 60), "days" if weeks else "minutes"),
+                  (m.start(), m.end(), n, None)]
     for m in _NUMBER.finditer(text):
         if m["one"] or not free(m):
             continue
         n = count_of(m) * _MULTIPLIERS.get((m["mult"] or "").lower(), 1)
-        found.append((m.start(), m.end(), -n if m["sign"] else n))
-    places: dict[tuple, int] = {}  # (start, value) -> end: one place per value at a start
-    for a, b, v in found:
-        places.setdefault((a, _plain(v)), b)
-    return tuple(sorted(((a, b, v) for (a, v), b in places.items()), key=lambda x: x[0]))
+        found.append((m.start(), m.end(), -n if m["sign"] else n, None))
+    places: dict[tuple, tuple] = {}  # (start, value) -> (end, unit): one place per value at a start
+    for a, b, v, unit in found:
+        places.setdefault((a, _plain(v)), (b, unit))
+    return tuple(sorted(((a, b, v, unit) for (a, v), (b, unit) in places.items()), key=lambda x: x[0]))
 
 
 @functools.lru_cache(maxsize=256)

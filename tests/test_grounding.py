@@ -127,9 +127,12 @@ def test_free_text_strings_are_marked_and_converted_values_are_not():
     assert g["$defs"]["tag"][GROUND_KEY] == src
     # the schema's only e-mail field, a list: every address the request states (structgen.every_address)
     assert props["to"]["const"] == ["ana@example.org"] and g["required"] == ["to"]
-    for k in ("code", "when", "unit"):
-        assert GROUND_KEY not in props[k]
-    assert GROUND_KEY not in ground_schema(schema, "no address here")["properties"]["to"]["items"]
+    assert GROUND_KEY not in props["unit"] and STATED_KEY not in props["unit"]  # the enum: "c" is stated by no word
+    # optional, no default, and the request states no code and no date: left out (structgen.grounding_fields)
+    assert "code" not in props and "when" not in props and g["additionalProperties"] is False
+    kept = ground_schema({**schema, "required": ["code", "when"]}, src)["properties"]
+    assert all(GROUND_KEY not in kept[k] and STATED_KEY not in kept[k] for k in ("code", "when"))
+    assert "to" not in ground_schema(schema, "no address here")["properties"]  # optional, and no address: left out
     assert schema["properties"]["name"] == {"type": "string", "maxLength": 40, "description": "who"}  # a copy
     assert source_of(g) == src and source_of(schema) is None
     assert emails_in("a@b.example, x.y@c.example.org; a@b.example.") == ["a@b.example", "x.y@c.example.org"]
@@ -147,8 +150,8 @@ def test_dates_and_date_times_are_the_ones_the_request_states():
     one = text.split(" Not")[0]
     g = ground_schema(schema, one)["properties"]
     assert g["on"][STATED_KEY] == one and g["at"][STATED_KEY] == one and GROUND_KEY not in g["on"]
-    g = ground_schema(schema, "tomorrow at 9")["properties"]  # nothing stated: the format as it is
-    assert STATED_KEY not in g["on"] and STATED_KEY not in g["at"]
+    g = ground_schema({**schema, "required": ["on"]}, "tomorrow at 9")["properties"]  # nothing stated:
+    assert STATED_KEY not in g["on"] and "at" not in g  # the format as it is, and the optional one left out
 
 
 def test_patterned_strings_are_words_or_note_values_the_pattern_matches():
@@ -159,8 +162,8 @@ def test_patterned_strings_are_words_or_note_values_the_pattern_matches():
                       "starting at 9:30 am, or 14:15.") == ["09:30", "14:15"]
     assert stated_for({"type": "string", "pattern": r"^C:\\"}, r"wipe C:\tmp\x now") == [r"C:\tmp\x"]
     assert stated_for({"type": "string", "pattern": "(?<=a"}, "abc") == []  # a pattern Python cannot read
-    assert STATED_KEY not in ground_schema({"type": "object", "properties": {"c": code}}, "no code here")[
-        "properties"]["c"]
+    assert STATED_KEY not in ground_schema({"type": "object", "properties": {"c": code}, "required": ["c"]},
+                                           "no code here")["properties"]["c"]
 
 
 def test_numbers_are_ones_the_request_states_that_their_bounds_allow():
@@ -174,7 +177,8 @@ def test_numbers_are_ones_the_request_states_that_their_bounds_allow():
     unmarked = ground_schema({"type": "object", "properties": {
         "n": passengers, "e": {"type": "integer", "enum": [3, 4]}, "b": {"type": "boolean"},
         "x": {"type": "integer", "minimum": 100, "maximum": 200}}}, text)["properties"]
-    assert STATED_KEY in unmarked["n"] and not any(STATED_KEY in unmarked[k] for k in "ebx")
+    assert STATED_KEY in unmarked["n"] and not any(STATED_KEY in unmarked[k] for k in "eb")
+    assert "x" not in unmarked  # optional, and no number of the request fits it: left out
     assert STATED_KEY not in ground_schema(PERSON, "Maria Lopez lives in Porto")["properties"]["age"]
 
 
@@ -309,13 +313,15 @@ def test_a_stated_date_is_one_of_the_request_s_dates(tok4k, vocab):
 
 
 def test_a_stated_number_is_one_of_the_request_s_numbers(tok4k, vocab):
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 480},
-                                               "x": {"type": "number"}}, "required": ["n", "x"]}
+    schema = {"type": "object", "properties": {"minutes": {"type": "integer", "minimum": 1, "maximum": 480},
+                                               "x": {"type": "number"}}, "required": ["minutes", "x"]}
     c = compile_spec(Grounded(sg.JsonSchema(schema), "book two hours, 3.5 km away"), vocab)
-    for n, x in [(120, 3.5), (2, 120), (2, 3.5)]:
-        assert _accepts(c, tok4k, '{"n": %s, "x": %s}' % (n, x))
-    for n, x in [(3, 3.5), (12, 3.5), (120, 3.55), (120, 35), (1, 2)]:
-        assert not _accepts(c, tok4k, '{"n": %s, "x": %s}' % (n, x))
+    for n, x in [(120, 3.5), (120, 2)]:
+        assert _accepts(c, tok4k, '{"minutes": %s, "x": %s}' % (n, x))
+    # 120 is the two hours in minutes: the minutes' value, and no value of a field that does not hold minutes
+    # (structgen.named_numbers)
+    for n, x in [(3, 3.5), (12, 3.5), (120, 3.55), (120, 35), (1, 2), (2, 120), (2, 3.5)]:
+        assert not _accepts(c, tok4k, '{"minutes": %s, "x": %s}' % (n, x))
 
 
 # ------------------------------------------------------------------------------ random logits, end to end

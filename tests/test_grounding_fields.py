@@ -20,7 +20,7 @@ from schema_strategies import grounded_decoding, grounded_runs
 import structgen as sg
 from structgen.constraints import compile as compile_spec
 from structgen.every_address import address_lists
-from structgen.grounding import EXCLUDE_KEY, Grounded, ground_schema
+from structgen.grounding import EXCLUDE_KEY, Grounded, ground_schema, stated_for
 from structgen.roles import direction_pair, value_roles
 from structgen.validators import run_validators, validators_for
 
@@ -152,7 +152,10 @@ def test_a_number_the_request_names_as_a_field_is_that_field_s(tok4k, vocab):
                                                                                    24: "injuries"}
     # "6 weeks (max. 19 students)": the weeks and the students; "four bedrooms, 3,027.00 EUR": not past a comma
     assert named_numbers({"weeks": 0, "maxStudents": 0}, "over 6 weeks (max. 19 students)") == {
-        6: "weeks", 42: "weeks", 19: "maxStudents"}
+        6: "weeks", 19: "maxStudents"}
+    # 42 is the six weeks in days: named by its unit, not by "weeks"
+    assert named_numbers({"days": 0, "maxStudents": 0}, "over 6 weeks (max. 19 students)") == {
+        42: "days", 19: "maxStudents"}
     assert named_numbers({"bedrooms": 0, "monthly_rent": 0}, "four bedrooms, 3,027.00 EUR/month") == {4: "bedrooms"}
     g = Grounded(sg.JsonSchema(QUAKE), NEWS)
     c = compile_spec(g, vocab)
@@ -162,6 +165,57 @@ def test_a_number_the_request_names_as_a_field_is_that_field_s(tok4k, vocab):
                 '{"magnitude": 7.5, "depth_km": 24, "injuries": 66, "region": "Hanoi"}'):
         assert not c.accepts(tok4k(bad, add_special_tokens=False)["input_ids"]), bad
         assert run_validators(validators_for(g), bad), bad
+
+
+COURSE = {"type": "object", "properties": {"course": {"type": "string"},
+                                           "weeks": {"type": "integer", "minimum": 1, "maximum": 52},
+                                           "capacity": {"type": "integer", "minimum": 1, "maximum": 500}},
+          "required": ["course", "weeks"]}
+COURSE_TEXT = "Python for Beginners with Anna Novák, runs 11 weeks, online."
+
+
+def test_a_duration_in_another_unit_is_no_value_of_a_field_not_in_that_unit(tok4k, vocab):
+    from structgen.stated_numbers import converted_numbers
+
+    assert converted_numbers(COURSE_TEXT) == {77: "days"} and converted_numbers("11 weeks, max. 77") == {}
+    assert converted_numbers("a meeting of two hours") == {120: "minutes"}
+    # the weeks are 11; 77 (days) is no capacity, so the optional capacity states nothing and is left out
+    g = ground_schema(COURSE, COURSE_TEXT)
+    assert "capacity" not in g["properties"] and g["additionalProperties"] is False
+    assert stated_for(g["properties"]["weeks"], COURSE_TEXT) == [11]
+    c = compile_spec(Grounded(sg.JsonSchema(COURSE), COURSE_TEXT), vocab)
+    ok = '{"course": "Python for Beginners", "weeks": 11}'
+    assert c.accepts(tok4k(ok, add_special_tokens=False)["input_ids"])
+    for bad in ('{"course": "Python for Beginners", "weeks": 11, "capacity": 77}',
+                '{"course": "Python for Beginners", "weeks": 77}'):
+        assert not c.accepts(tok4k(bad, add_special_tokens=False)["input_ids"]), bad
+    # stated as a count too, 77 is a capacity; a field in days or a duration takes the converted value
+    text = COURSE_TEXT + " Max. 77 students."
+    assert stated_for(ground_schema(COURSE, text)["properties"]["capacity"], text) == [77]
+    text = "for two weeks"
+    for field, values in (("days", [14, 2]), ("duration", [14, 2]), ("weeks", [2]), ("count", [2])):
+        one = {"type": "object", "properties": {field: {"type": "integer"}}, "required": [field]}
+        assert stated_for(ground_schema(one, text)["properties"][field], text) == values, field
+    # required, and every stated value barred: left open
+    one = {"type": "object", "properties": {"count": {"type": "integer", "minimum": 3}}, "required": ["count"]}
+    assert stated_for(ground_schema(one, text)["properties"]["count"], text) == [14]
+
+
+def test_an_optional_field_the_request_states_nothing_for_is_left_out():
+    schema = {"type": "object", "properties": {"region": {"type": "string"}, "injuries": {"type": "integer"},
+                                               "depthKm": {"type": "number", "minimum": 0},
+                                               "when": {"type": "string", "format": "date"},
+                                               "source": {"type": "string"},
+                                               "level": {"type": "integer", "maximum": 5, "default": 1}},
+              "required": ["region", "injuries"]}
+    text = "An earthquake struck near Sydney. Officials report 14 injuries."
+    props = ground_schema(schema, text)["properties"]
+    # 14 is the injuries' (named), so the depth states none; no date; free text and defaults stay as they were
+    assert set(props) == {"region", "injuries", "source", "level"} and props["level"]["const"] == 1
+    # an object that allows, or counts, other keys keeps them all
+    for extra in ({"additionalProperties": {"type": "number"}}, {"additionalProperties": True},
+                  {"patternProperties": {"^x": {}}}, {"minProperties": 3}):
+        assert "depthKm" in ground_schema({**schema, **extra}, text)["properties"], extra
 
 
 def test_a_free_text_part_holds_a_word_that_names_something(tok4k, vocab):
