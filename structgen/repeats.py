@@ -7,6 +7,9 @@ redoes such answers after decoding; this module is what it reads:
 
 * ``stated_leaves``: every stated value of an answer (dates, codes, numbers, choices, e-mails) and its path;
 * ``mentions`` / ``repeated_values``: how often the request states each, and the ones written more often;
+  two proper names that are parts of one mention of the request count as one value written twice ("home":
+  "Malmö FF" beside "away": "Malmö", "make": "Škoda" beside "model": "Škoda Octavia";
+  ``overlapping_values``);
 * ``sole_values``: the places whose subschema allows that one value only (they keep it: "injuries" can only
   be 16 when the request states 16 and 5.9);
 * ``ruled_out``: the marked schema narrowed so that a redone place cannot hold its value again, however the
@@ -15,10 +18,12 @@ redoes such answers after decoding; this module is what it reads:
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .grounding import EXCLUDE_KEY, GROUND_KEY, STATED_KEY, emails_in, noted, source_of, stated_for
 from .stated_numbers import number_mentions
+from .stated_spans import SPANS_KEY
 
 
 def stated_leaves(schema: Any, value: Any, path: tuple = ()):
@@ -145,12 +150,37 @@ def repeated_values(schema: Any, value: Any) -> list[tuple[Any, int, list[tuple]
     """``(value, mentions, paths)`` of each stated value (``stated_leaves``) written more often than its
     source states it, its paths in document order: ``{"from": "SEK", "to": "SEK"}`` for "Convert 1,250
     Swedish kronor to euros" gives ``[("SEK", 1, [("from",), ("to",)])]``. A value stated twice ("3-3") may
-    be written twice."""
+    be written twice. Then each pair of ``overlapping_values``, as ``(the longer value, 1, both paths)``:
+    one of the two places keeps its value."""
     source = source_of(schema, (STATED_KEY, GROUND_KEY))
     if source is None:
         return []
+    leaves = list(_marked_leaves(schema, value))
     groups: dict[str, tuple[Any, list[tuple]]] = {}
-    for at, v in stated_leaves(schema, value):
+    for at, v, _ in leaves:
         key = repr(v) if not isinstance(v, (int, float)) or isinstance(v, bool) else repr(float(v))
         groups.setdefault(key, (v, []))[1].append(at)
-    return [(v, n, paths) for v, paths in groups.values() if len(paths) > (n := mentions(v, source))]
+    out = [(v, n, paths) for v, paths in groups.values() if len(paths) > (n := mentions(v, source))]
+    return out + overlapping_values(leaves, source)
+
+
+def overlapping_values(leaves: list[tuple[tuple, Any, dict]], source: str) -> list[tuple[str, int, list[tuple]]]:
+    """``(longer value, 1, [path, path])`` for each two different span values (proper names, paths:
+    ``structgen.stated_spans``) of ``leaves`` (``(path, value, subschema)``) that the request states only
+    as parts of one mention: every place it writes the one overlaps every place it writes the other
+    ("home": "Malmö FF", "away": "Malmö" of "Malmö FF 3-3 Brøndby"; "make": "Škoda", "model": "Škoda
+    Octavia"). Two parts of a mention that do not overlap are fine ("make": "Volvo", "model": "XC60")."""
+    spans = [(at, v, _places(v, source)) for at, v, node in leaves
+             if isinstance(v, str) and v.strip() and SPANS_KEY in node]
+    out = []
+    for i, (at_a, a, places_a) in enumerate(spans):
+        for at_b, b, places_b in spans[i + 1:]:
+            if a != b and places_a and places_b and all(x < y_end and y < x_end for x, x_end in places_a
+                                                        for y, y_end in places_b):
+                out.append((max(a, b, key=len), 1, [at_a, at_b]))
+    return out
+
+
+def _places(text: str, source: str) -> list[tuple[int, int]]:
+    """(start, end) of each place ``source`` writes ``text`` as whole words."""
+    return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(text)}(?!\w)", source)]

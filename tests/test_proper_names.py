@@ -121,6 +121,38 @@ def test_gold_values_of_the_task_data_are_names_and_paths_grounding_allows(famil
     assert checked > 20
 
 
+VEHICLE = {"type": "object", "properties": {"make": {"type": "string"}, "model": {"type": "string"},
+                                            "year": {"type": "integer"}}, "required": ["make", "model"]}
+
+
+def test_two_names_that_are_parts_of_one_mention_are_a_repeat():
+    """"Škoda" and "Škoda Octavia" are one mention of the request written twice; "Škoda" and "Octavia" are
+    its two parts; a name the request writes again on its own is free to be written beside its longer form."""
+    from structgen.repeats import repeated_values
+
+    ad = ground_schema(VEHICLE, "FOR SALE: 2012 Škoda Octavia, 118,000 km, diesel.")
+    assert repeated_values(ad, {"make": "Škoda", "model": "Škoda Octavia", "year": 2012}) == [
+        ("Škoda Octavia", 1, [("make",), ("model",)])]
+    assert repeated_values(ad, {"make": "Škoda", "model": "Octavia", "year": 2012}) == []
+    match = ground_schema(MATCH, "Malmö FF 3-3 Brøndby. Malmö fans sang all night.")
+    assert repeated_values(match, {"home_team": "Malmö FF", "visitors": "Malmö", "home_goals": 3}) == []
+    match = ground_schema(MATCH, "Malmö FF 3-3 Brøndby (November 21, 2025).")
+    assert repeated_values(match, {"home_team": "Malmö FF", "visitors": "Malmö", "home_goals": 3}) == [
+        ("Malmö FF", 1, [("home_team",), ("visitors",)])]
+
+
+@pytest.mark.parametrize("family", ["json", "tool"])
+def test_no_gold_answer_of_the_task_data_repeats_a_value(family):
+    """The repeat pass never redoes a right answer: no gold answer writes a value, or two parts of one name,
+    more often than its request states it."""
+    from structgen.repeats import repeated_values
+    from structgen.train.data import examples
+
+    for split in ("train", "heldout"):
+        for ex in examples(family, split, 200, seed=7):
+            assert repeated_values(Grounded(ex.spec, ex.prompt).schema, json.loads(ex.target)) == [], ex.prompt
+
+
 @pytest.mark.timeout(600)
 @grounded_runs()
 @given(decoding=grounded_decoding())

@@ -237,7 +237,9 @@ class Generator:
         (``{"from_currency": "SEK", "to_currency": "SEK"}`` for "Convert 1,250 Swedish kronor to euros";
         ``repeats.repeated_values``): every occurrence but the one the sampler placed first (the one the
         model was surest of; ties: the first in the text) is redone, except that a place where the value is
-        the only one the request states for it (``repeats.sole_values``) keeps it first. The output from
+        the only one the request states for it (``repeats.sole_values``) keeps it first; two parts of one
+        name (``repeats.overlapping_values``: "make": "Škoda", "model": "Škoda Octavia") count as one value
+        written twice, and each redone place rules out its own. The output from
         the first of them on is re-masked (a value may take more or fewer tokens than the one it replaces),
         the value is ruled out at each redone place by the constraint itself (``repeats.ruled_out``: a
         narrowed spec, compiled, whose session the redo uses, so no other tokenisation of it gets through)
@@ -269,7 +271,8 @@ class Generator:
             first = tokens_of(path)[:1]  # occurrence (the step that placed the value's first token) first
             return path not in sole, int(stats.placed_at[first[0]]) if first and stats.placed_at is not None else 0
 
-        repeats = [(path, v) for v, n, paths in groups for path in sorted(paths, key=placed)[n:]]
+        redone = dict.fromkeys(path for _, n, paths in groups for path in sorted(paths, key=placed)[n:])
+        repeats = [(path, _value_at(value, path)) for path in redone]  # (two parts of a name: each its own)
         held = [tokens_of(path) for path, _ in repeats]  # the tokens of each occurrence redone
         spots = sorted({i for toks in held for i in toks})
         before = canvas.clone()
@@ -379,3 +382,10 @@ class Generator:
         spec = tool_call_spec(tools)
         result = self.generate(prompt, spec, max_tokens, **kw)
         return spec.parse(result.text, result)
+
+
+def _value_at(value: Any, path: tuple) -> Any:
+    """The part of a parsed JSON ``value`` at ``path`` (keys and indexes)."""
+    for step in path:
+        value = value[step]
+    return value
