@@ -17,7 +17,9 @@ word alone (``July``, ``Aug``), no label or heading (``Attendance:``, ``FOR SALE
 currency code of an amount (``EUR``) and longer than one letter (the ``M`` of ``M: ana@...``). A title's
 period stays (``Dr. Weber``); a person's field takes the name with the title the request writes it with
 (``Dr. Weber``, not ``Weber``; a part of a name, ``surname``, takes the bare one), a doctor's field a
-name written with "Dr." where there is one, and another person's field (``patient``) none.
+name written with "Dr." where there is one, and another person's field (``patient``) none. A person's or a
+pet's field (``patient``, ``pet_name``, ``full_name``) takes no name the request writes only right after
+"in" or "near" (``only_placed``: "the shelter in Praha" is a place), unless it writes no other.
 
 ``ground_schema`` makes such a field a choice of those names (``structgen.stated_spans``: the validators, the
 constraint and the repeat pass read them as the stated values they are: ``"home": "Malmö FF", "away":
@@ -226,9 +228,21 @@ def names_for(key: str, source: str) -> list[str]:
     doctors = [n for n in names if _DOCTOR.match(n)]
     if words & DOCTOR_WORDS and doctors:
         return doctors
+    if words & PERSON_WORDS or "name" in words and words & NAME_QUALIFIERS:  # a person's (or a pet's)
+        names = [n for n in names if not only_placed(n, source)] or names
     if words & PERSON_WORDS:
         return [n for n in names if not _DOCTOR.match(n) and not only_titled(n, source, _DOCTOR_TITLE)]
     return names
+
+
+_PLACE_CUE = re.compile(r"(?<!\w)(?:in|near)\s+(?:(?:our|the)\s+)?$", re.IGNORECASE)
+
+
+def only_placed(name: str, source: str) -> bool:
+    """Whether ``source`` writes ``name`` only right after "in" or "near" (past "our", "the"): a place ("the
+    shelter in Praha"), never a person's or a pet's name."""
+    at = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", source)]
+    return bool(at) and all(_PLACE_CUE.search(source[max(0, a - 12):a]) for a in at)
 
 
 def only_titled(name: str, source: str, title: re.Pattern | None = None) -> bool:

@@ -121,6 +121,15 @@ def test_gold_values_of_the_task_data_are_names_and_paths_grounding_allows(famil
     assert checked > 20
 
 
+def test_a_person_s_or_a_pet_s_field_takes_no_name_written_only_as_a_place():
+    from structgen.proper_names import names_for
+
+    ad = "Adopt me: I'm Oskar, a female cat, 10 years young. Find me at the shelter in Praha."
+    assert names_for("petName", ad) == ["Oskar"] and names_for("shelterCity", ad) == ["Oskar", "Praha"]
+    assert names_for("full_name", "Ana moved to Praha; Praha is home now.") == ["Ana", "Praha"]  # also a subject
+    assert names_for("pet_name", "A cat found in Praha.") == ["Praha"]  # no other name: left as it is
+
+
 VEHICLE = {"type": "object", "properties": {"make": {"type": "string"}, "model": {"type": "string"},
                                             "year": {"type": "integer"}}, "required": ["make", "model"]}
 
