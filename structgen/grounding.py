@@ -25,8 +25,9 @@ restricts the strings of a JSON Schema spec to what the request states:
 * a free-text field whose name says it holds a proper name (``city``, ``homeTeam``, ``patient_name``,
   ``make``) is one of the request's capitalised names (``"Malmö FF"``, ``"Dr. Weber"``; never ``"the final"``
   or ``"2026"``) while it has any (``structgen.proper_names``), and one that holds a file path one of the
-  paths it writes (``"/tmp/dump.sql"``, never ``"/tmp/dump.sql should"``: ``structgen.stated_paths``), a
-  stated choice of spans (``structgen.stated_spans``);
+  paths it writes (``"/tmp/dump.sql"``, never ``"/tmp/dump.sql should"``: ``structgen.stated_paths``), and
+  one that holds a phone number one of its phone numbers (``structgen.stated_phones``), a stated choice of
+  spans (``structgen.stated_spans``);
 * a free-text field the request names a double-quoted span as ("put "Flight change" in the subject line") is
   that span (``const``: ``structgen.named_quotes``);
 * a schema's only e-mail field, a list, is every address the request states, in its order (``const``, and
