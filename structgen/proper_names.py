@@ -19,7 +19,9 @@ period stays (``Dr. Weber``); a person's field takes the name with the title the
 (``Dr. Weber``, not ``Weber``; a part of a name, ``surname``, takes the bare one), a doctor's field a
 name written with "Dr." where there is one, and another person's field (``patient``) none. A person's or a
 pet's field (``patient``, ``pet_name``, ``full_name``) takes no name the request writes only right after
-"in" or "near" (``only_placed``: "the shelter in Praha" is a place), unless it writes no other.
+"in" or "near" (``only_placed``: "the shelter in Praha" is a place), unless it writes no other; a team's
+field (``TEAM_WORDS``: ``homeTeam``, ``away``, ``visitors``) takes a name whole (``whole``: not "Malmö" of
+"Malmö FF 3-3 Brøndby", where a make takes "Volvo" of "Volvo XC60").
 
 ``ground_schema`` makes such a field a choice of those names (``structgen.stated_spans``: the validators, the
 constraint and the repeat pass read them as the stated values they are: ``"home": "Malmö FF", "away":
@@ -35,7 +37,7 @@ import functools
 import re
 from typing import NamedTuple
 
-__all__ = ["holds_name", "proper_names", "names_for", "MAX_NAME_WORDS"]
+__all__ = ["holds_name", "proper_names", "names_for", "word_places", "MAX_NAME_WORDS"]
 
 #: the most words of a proper name
 MAX_NAME_WORDS = 5
@@ -66,6 +68,8 @@ TITLES = frozenset("dr mr mrs ms mx prof".split())
 DOCTOR_WORDS = frozenset("doctor physician dentist surgeon vet veterinarian gp specialist".split())
 PERSON_WORDS = frozenset("""patient person contact customer client buyer seller guest passenger student
     applicant sender recipient addressee author owner driver player teacher instructor""".split())
+#: key words of a team's field: a team's name is written whole ("Malmö FF", never "Malmö" of it)
+TEAM_WORDS = frozenset("team home away visitors visiting opponent club hosts guests".split())
 #: keys of a part of a name (``surname``, ``last_name``): those take the bare name ("Weber" of "Dr. Weber")
 NAME_PARTS = frozenset("surname first last given family middle maiden nick".split())
 #: words capitalised because they open a sentence (greetings, requests, sign-offs, headlines): no name
@@ -228,11 +232,26 @@ def names_for(key: str, source: str) -> list[str]:
     doctors = [n for n in names if _DOCTOR.match(n)]
     if words & DOCTOR_WORDS and doctors:
         return doctors
+    if words & TEAM_WORDS:
+        names = [n for n in names if whole(n, names, source)] or names
     if words & PERSON_WORDS or "name" in words and words & NAME_QUALIFIERS:  # a person's (or a pet's)
         names = [n for n in names if not only_placed(n, source)] or names
     if words & PERSON_WORDS:
         return [n for n in names if not _DOCTOR.match(n) and not only_titled(n, source, _DOCTOR_TITLE)]
     return names
+
+
+def whole(name: str, names: list[str], source: str) -> bool:
+    """Whether ``source`` writes ``name`` somewhere other than inside a longer one of ``names`` ("Malmö" of
+    "Malmö FF 3-3 Brøndby" is only a part of a name)."""
+    longer = [word_places(n, source) for n in names if len(n) > len(name) and name in n]
+    return any(not any(a <= x and y <= b for spans in longer for a, b in spans)
+               for x, y in word_places(name, source))
+
+
+def word_places(text: str, source: str) -> list[tuple[int, int]]:
+    """(start, end) of each place ``source`` writes ``text`` as whole words."""
+    return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(text)}(?!\w)", source)]
 
 
 _PLACE_CUE = re.compile(r"(?<!\w)(?:in|near)\s+(?:(?:our|the)\s+)?$", re.IGNORECASE)
@@ -241,14 +260,14 @@ _PLACE_CUE = re.compile(r"(?<!\w)(?:in|near)\s+(?:(?:our|the)\s+)?$", re.IGNOREC
 def only_placed(name: str, source: str) -> bool:
     """Whether ``source`` writes ``name`` only right after "in" or "near" (past "our", "the"): a place ("the
     shelter in Praha"), never a person's or a pet's name."""
-    at = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", source)]
+    at = [a for a, _ in word_places(name, source)]
     return bool(at) and all(_PLACE_CUE.search(source[max(0, a - 12):a]) for a in at)
 
 
 def only_titled(name: str, source: str, title: re.Pattern | None = None) -> bool:
     """Whether ``source`` writes ``name`` only right after a title ("Weber" of "see Dr. Weber"): the field
     of a person then holds the titled name, ``Dr. Weber`` (a part of a name, ``surname``, the bare one)."""
-    at = [m.start() for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", source)]
+    at = [a for a, _ in word_places(name, source)]
     return bool(at) and all((title or _TITLED).search(source[max(0, a - 8):a]) for a in at)
 
 

@@ -18,7 +18,6 @@ redoes such answers after decoding; this module is what it reads:
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .grounding import EXCLUDE_KEY, GROUND_KEY, STATED_KEY, emails_in, noted, source_of, stated_for
@@ -170,7 +169,9 @@ def overlapping_values(leaves: list[tuple[tuple, Any, dict]], source: str) -> li
     as parts of one mention: every place it writes the one overlaps every place it writes the other
     ("home": "Malmö FF", "away": "Malmö" of "Malmö FF 3-3 Brøndby"; "make": "Škoda", "model": "Škoda
     Octavia"). Two parts of a mention that do not overlap are fine ("make": "Volvo", "model": "XC60")."""
-    spans = [(at, v, _places(v, source)) for at, v, node in leaves
+    from .proper_names import word_places
+
+    spans = [(at, v, word_places(v, source)) for at, v, node in leaves
              if isinstance(v, str) and v.strip() and SPANS_KEY in node]
     out = []
     for i, (at_a, a, places_a) in enumerate(spans):
@@ -180,7 +181,3 @@ def overlapping_values(leaves: list[tuple[tuple, Any, dict]], source: str) -> li
                 out.append((max(a, b, key=len), 1, [at_a, at_b]))
     return out
 
-
-def _places(text: str, source: str) -> list[tuple[int, int]]:
-    """(start, end) of each place ``source`` writes ``text`` as whole words."""
-    return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(text)}(?!\w)", source)]

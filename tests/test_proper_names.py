@@ -130,6 +130,14 @@ def test_a_person_s_or_a_pet_s_field_takes_no_name_written_only_as_a_place():
     assert names_for("pet_name", "A cat found in Praha.") == ["Praha"]  # no other name: left as it is
 
 
+def test_a_team_s_field_takes_a_team_s_name_whole():
+    from structgen.proper_names import names_for
+
+    report = "Bayern München 1-5 Malmö FF (4 May 2025). Malmö fans sang."
+    assert names_for("homeTeam", report) == ["Bayern München", "Malmö", "Malmö FF"]  # "Malmö" stands alone once
+    assert "München" in names_for("city", report) and "München" not in names_for("away", report)
+
+
 VEHICLE = {"type": "object", "properties": {"make": {"type": "string"}, "model": {"type": "string"},
                                             "year": {"type": "integer"}}, "required": ["make", "model"]}
 
