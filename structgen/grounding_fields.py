@@ -22,6 +22,8 @@
   allows no property it does not list (``additionalProperties: false``); an object whose other keys a
   schema allows (``additionalProperties`` or ``patternProperties``) or counts (``minProperties``...) keeps
   them all;
+* **negated booleans** — a boolean field whose word the request writes only after a negation is ``false``,
+  and written ("not yet vaccinated": ``is_vaccinated``; ``structgen.stated_booleans``);
 * **named choices** — an optional ``enum`` property of which the request names a choice is written
   ("business class if possible": ``cabin`` is required, and ``business``);
 * **feasible branches** — of a union (``anyOf``/``oneOf``) of objects, such as a tool-call schema's tools, a
@@ -45,6 +47,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     from .named_numbers import split_by_name
     from .named_quotes import name_quotes
     from .roles import split_by_role
+    from .stated_booleans import negated
     from .stated_spans import spans_field
 
     required = node.get("required") if isinstance(node.get("required"), list) else []
@@ -53,9 +56,12 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
     props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
     props, naming, empty = split_by_name(props, source)
+    falses = [k for k, sub in props.items() if isinstance(k, str) and isinstance(sub, dict)
+              and sub.get("type") == "boolean" and not {"const", "enum"} & set(sub) and negated(k, source)]
+    props = {k: {**sub, "const": False} if k in falses else sub for k, sub in props.items()}
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
-    named += [k for k in naming if k not in required]
+    named += [k for k in [*naming, *falses] if k not in required]
     result = {**out, "properties": props}
     if named:
         result["required"] = [*(out.get("required") or []), *named]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["name_words", "named_numbers", "split_by_name"]
+__all__ = ["name_words", "named_numbers", "split_by_name", "stem"]
 
 _SKIP = frozenset({"of", "a", "an", "the", "is", "was", "at", "to", "are", "were"})
 #: the name words (stems) of a converted duration's unit, and those of a field that holds any duration
@@ -33,14 +33,15 @@ DURATION_STEMS = frozenset({"durat", "lengt"})
 _WORD = re.compile(r"[^\W\d_]+")
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A word's stem as field names are compared: lower case, a plural's s off, the first five letters."""
     return word.lower().rstrip("s")[:5]
 
 
 def name_words(name: str) -> set[str]:
     """The stems of a field name's words: ``depthKm`` and ``depth_km`` give ``depth``, ``km``."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return {_stem(w) for w in re.split(r"[\s_\-.]+", spaced) if w}
+    return {stem(w) for w in re.split(r"[\s_\-.]+", spaced) if w}
 
 
 def _neighbours(source: str, start: int) -> tuple[list[str], list[str]]:
@@ -69,9 +70,9 @@ def named_numbers(fields: dict[str, Any], source: str) -> dict[Any, str]:
     for start, _, value, unit in unit_places(source):
         before, after = _neighbours(source, start)
         if unit:  # 77 of "11 weeks" is named by its unit, days, and not by "weeks"
-            near = {_stem(w) for w in before} | UNIT_STEMS[unit]
+            near = {stem(w) for w in before} | UNIT_STEMS[unit]
         else:
-            near = {_stem(w) for w in before + after}
+            near = {stem(w) for w in before + after}
         # a mention no field names leaves its value open ("runs 11 weeks. Only 11 places!")
         claims.setdefault(value, set()).update({n for n, words in stems.items() if words & near} or {None})
     return {v: next(iter(names)) for v, names in claims.items() if len(names) == 1 and None not in names}
