@@ -42,7 +42,7 @@ restricts the strings of a JSON Schema spec to what the request states:
   (``const``): "It's for Car service" states no duration, so ``duration_minutes`` is left out or 30; one
   with no ``default`` is left out (the object then closed to other keys), and so is a number field whose
   every stated value another field names, or is a duration in a unit its name does not say ("11 weeks" is
-  77 days, no ``capacity``: ``structgen.named_numbers``).
+  77 days, no ``capacity``; "7 people were hurt" no ``depth_km``: ``structgen.named_numbers``).
 
 Each is left as the schema has it when the request states no such value (an enum whose choices it names in
 other words, "°F", is left whole); other formats are never touched. The caveat of the pattern rule: a code

@@ -17,6 +17,10 @@ A duration's converted value ("11 weeks" states 77 days, "two hours" 120 minutes
 unit (``days``, ``duration_minutes``) or only says it is a duration (``duration``, ``length``), and of no
 other field ("runs 11 weeks" states no ``capacity`` of 77). A field whose every stated number is excluded so is
 returned too: it states none (an optional one is then left out, ``grounding_fields``).
+
+A field whose name says a measure unit (``depth_km``, ``weight_kg``, ``discount_pct``: ``MEASURES``) holds
+only numbers the request writes in that unit ("66 km", "12.5 kilograms", "15%"): "7 people were hurt"
+states no ``depth_km`` (``measured``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,14 @@ _SKIP = frozenset({"of", "a", "an", "the", "is", "was", "at", "to", "are", "were
 #: the name words (stems) of a converted duration's unit, and those of a field that holds any duration
 UNIT_STEMS = {"days": frozenset({"day", "daily"}), "minutes": frozenset({"minut", "min"})}
 DURATION_STEMS = frozenset({"durat", "lengt"})
+#: measure units a field's name may say (its words, whole) and how a request writes a number in each
+MEASURES = (("km kilometers kilometres", r"km|kilomet(?:er|re)s?"),
+            ("kg kilos kilograms", r"kg|kilo(?:gram(?:me)?)?s?"),
+            ("cm centimeters centimetres", r"cm|centimet(?:er|re)s?"),
+            ("mm millimeters millimetres", r"mm|millimet(?:er|re)s?"),
+            ("mi miles", r"mi|miles?"), ("pct percent percentage", r"%|percent|per\s?cent|pct"),
+            ("kwh", r"kwh"), ("mph", r"mph"), ("kmh kph", r"km/h|kmh|kph"),
+            ("gb", r"gb|gigabytes?"), ("mb", r"mb|megabytes?"))
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -78,6 +90,20 @@ def named_numbers(fields: dict[str, Any], source: str) -> dict[Any, str]:
     return {v: next(iter(names)) for v, names in claims.items() if len(names) == 1 and None not in names}
 
 
+def measured(key: str, source: str) -> set | None:
+    """The numbers ``source`` writes in the measure unit a field's name words say ("66 km" for
+    ``depth_km``), or None when they say none: such a field holds no other ("7 people were hurt" is no
+    depth)."""
+    from .stated_numbers import unit_places
+
+    words = {w.lower() for w in re.split(r"[\s_\-.]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key))}
+    units = [pattern for names, pattern in MEASURES if words & set(names.split())]
+    if not units:
+        return None
+    after = re.compile(r"\s?-?(?:" + "|".join(units) + r")(?![^\W\d_])", re.IGNORECASE)
+    return {value for _, end, value, unit in unit_places(source) if unit is None and after.match(source, end)}
+
+
 def split_by_name(properties: dict, source: str) -> tuple[dict, list[str], list[str]]:
     """``properties`` (marked) with the rules of the module docstring applied to its stated number fields, the
     fields that name a number (an optional one is then written), and those left with no stated number."""
@@ -101,6 +127,9 @@ def split_by_name(properties: dict, source: str) -> tuple[dict, list[str], list[
         else:  # any but those another field names, and no duration in a unit it does not hold
             barred = [v for v in values if owner.get(v) not in (None, key)
                       or v in converted and not words & (UNIT_STEMS[converted[v]] | DURATION_STEMS)]
+        written = measured(key, source)
+        if written is not None:  # a field in a measure unit: only numbers written in it
+            barred += [v for v in values if v not in written and v not in barred]
         if values and len(barred) == len(values):
             empty.append(key)
         elif barred:

@@ -21,7 +21,10 @@ name written with "Dr." where there is one, and another person's field (``patien
 pet's field (``patient``, ``pet_name``, ``full_name``) takes no name the request writes only right after
 "in" or "near" (``only_placed``: "the shelter in Praha" is a place), unless it writes no other; a team's
 field (``TEAM_WORDS``: ``homeTeam``, ``away``, ``visitors``) takes a name whole (``whole``: not "Malmö" of
-"Malmö FF 3-3 Brøndby", where a make takes "Volvo" of "Volvo XC60").
+"Malmö FF 3-3 Brøndby", where a make takes "Volvo" of "Volvo XC60"). Where an e-mail address spells a
+name before its ``@`` (``addressed``: ``jose.weber@acme.test``), a person's field takes such a name and
+any other name field (``company``, ``organisation``) none, unless that leaves none ("José Weber | Head of
+Sales, Café Müller": no ``full_name`` "Café Müller", no ``company`` "José Weber").
 
 ``ground_schema`` makes such a field a choice of those names (``structgen.stated_spans``: the validators, the
 constraint and the repeat pass read them as the stated values they are: ``"home": "Malmö FF", "away":
@@ -37,7 +40,7 @@ import functools
 import re
 from typing import NamedTuple
 
-__all__ = ["holds_name", "proper_names", "names_for", "word_places", "MAX_NAME_WORDS"]
+__all__ = ["addressed", "holds_name", "proper_names", "names_for", "word_places", "MAX_NAME_WORDS"]
 
 #: the most words of a proper name
 MAX_NAME_WORDS = 5
@@ -236,6 +239,9 @@ def names_for(key: str, source: str) -> list[str]:
         names = [n for n in names if whole(n, names, source)] or names
     if words & PERSON_WORDS or "name" in words and words & NAME_QUALIFIERS:  # a person's (or a pet's)
         names = [n for n in names if not only_placed(n, source)] or names
+        names = [n for n in names if addressed(n, source)] or names
+    else:  # a company's, a place's, a team's: no name an address spells
+        names = [n for n in names if not addressed(n, source)] or names
     if words & PERSON_WORDS:
         return [n for n in names if not _DOCTOR.match(n) and not only_titled(n, source, _DOCTOR_TITLE)]
     return names
@@ -252,6 +258,31 @@ def whole(name: str, names: list[str], source: str) -> bool:
 def word_places(text: str, source: str) -> list[tuple[int, int]]:
     """(start, end) of each place ``source`` writes ``text`` as whole words."""
     return [m.span() for m in re.finditer(rf"(?<!\w){re.escape(text)}(?!\w)", source)]
+
+
+def _letters(text: str) -> list[str]:
+    """The runs of letters of ``text``, lower case and with their accents off ("José Müller": jose, muller)."""
+    import unicodedata
+
+    plain = unicodedata.normalize("NFKD", text.lower().translate(_FOLD))
+    return re.findall(r"[a-z]+", "".join(c for c in plain if not unicodedata.combining(c)))
+
+
+_FOLD = str.maketrans({"ı": "i", "ø": "o", "æ": "ae", "ß": "ss", "ł": "l", "đ": "d", "œ": "oe", "þ": "th"})
+
+
+def addressed(name: str, source: str) -> bool:
+    """Whether an e-mail address of ``source`` spells ``name`` before its ``@``: a word of it, its first word
+    or that word's initial among them (``jose.weber@`` and ``j.weber@`` spell "José Weber" and "Weber";
+    ``siobhan.muller@`` no "Café Müller"; a title not counted): a person's name."""
+    from .grounding import emails_in
+
+    words = [w for w in _letters(name) if w not in TITLES]
+    for address in emails_in(source):
+        spelt = set(_letters(address.split("@")[0]))
+        if words and any(len(w) > 1 and w in spelt for w in words) and (words[0] in spelt or words[0][0] in spelt):
+            return True
+    return False
 
 
 _PLACE_CUE = re.compile(r"(?<!\w)(?:in|near)\s+(?:(?:our|the)\s+)?$", re.IGNORECASE)

@@ -201,6 +201,22 @@ def test_a_duration_in_another_unit_is_no_value_of_a_field_not_in_that_unit(tok4
     assert stated_for(ground_schema(one, text)["properties"]["count"], text) == [14]
 
 
+def test_a_field_in_a_measure_unit_takes_only_numbers_written_in_it():
+    from structgen.named_numbers import measured
+
+    assert measured("depth_km", "7 people were hurt; a depth of 66 km, then 12km and 3 kilometres") \
+        == {66, 12, 3}
+    assert measured("discountPct", "15% off, or 20 per cent on 3 items") == {15, 20}
+    assert measured("injuries", "66 km") is None and measured("timeout_millis", "500 mm") is None  # no unit
+    schema = {"type": "object", "properties": {"injuries": {"type": "integer"}, "depth_km": {"type": "number"}},
+              "required": ["injuries"]}
+    text = "Madrid, 2027-06-03 (news): 7 people were hurt when a 5.0-magnitude quake shook the area."
+    props = ground_schema(schema, text)["properties"]
+    assert "depth_km" not in props and 7 in stated_for(props["injuries"], text)  # 7 is no depth: left out
+    text += " Its depth was 41 km."
+    assert stated_for(ground_schema(schema, text)["properties"]["depth_km"], text) == [41]
+
+
 def test_an_optional_field_the_request_states_nothing_for_is_left_out():
     schema = {"type": "object", "properties": {"region": {"type": "string"}, "injuries": {"type": "integer"},
                                                "depthKm": {"type": "number", "minimum": 0},

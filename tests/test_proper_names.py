@@ -130,6 +130,20 @@ def test_a_person_s_or_a_pet_s_field_takes_no_name_written_only_as_a_place():
     assert names_for("pet_name", "A cat found in Praha.") == ["Praha"]  # no other name: left as it is
 
 
+def test_a_name_an_address_spells_is_a_person_s_and_no_company_s():
+    from structgen.proper_names import addressed, names_for
+
+    block = "Best regards,\nJosé Weber\nHead of Sales, Café Müller\njose.weber@acme.test"
+    assert addressed("José Weber", block) and addressed("Weber", block) and not addressed("Café Müller", block)
+    assert names_for("full_name", block) == ["José", "José Weber", "Weber"]
+    assert "José Weber" not in names_for("company", block) and "Café Müller" in names_for("company", block)
+    assert addressed("Sara Yılmaz", "Sara Yılmaz, sara.yilmaz@x.org") and not addressed("Dr. Ana", "dr@x.org")
+    assert addressed("José Weber", "José Weber, j.weber@x.org") and not addressed("Café Müller", "siobhan.muller@x")
+    # no address, or one that spells no name: the fields keep every name
+    assert names_for("company", "José Weber, Café Müller") == names_for("full_name", "José Weber, Café Müller")
+    assert "José Weber" in names_for("company", "José Weber, Café Müller, info@x.test")
+
+
 def test_a_team_s_field_takes_a_team_s_name_whole():
     from structgen.proper_names import names_for
 
