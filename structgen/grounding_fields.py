@@ -24,6 +24,8 @@
   them all;
 * **negated booleans** — a boolean field whose word the request writes only after a negation is ``false``,
   and written ("not yet vaccinated": ``is_vaccinated``; ``structgen.stated_booleans``);
+* **stated phones** — an optional phone field of a request that states a phone number is written ("T: +45
+  381 51708": ``phone``; ``structgen.stated_phones``);
 * **named choices** — an optional ``enum`` property of which the request names a choice is written
   ("business class if possible": ``cabin`` is required, and ``business``);
 * **feasible branches** — of a union (``anyOf``/``oneOf``) of objects, such as a tool-call schema's tools, a
@@ -48,7 +50,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     from .named_quotes import name_quotes
     from .roles import split_by_role
     from .stated_booleans import negated
-    from .stated_spans import spans_field
+    from .stated_spans import KIND_KEY, spans_field
 
     required = node.get("required") if isinstance(node.get("required"), list) else []
     props = {k: _default_only(sub) if k not in required and isinstance(sub, dict) and "default" in sub
@@ -61,7 +63,8 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     props = {k: {**sub, "const": False} if k in falses else sub for k, sub in props.items()}
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
-    named += [k for k in [*naming, *falses] if k not in required]
+    phones = [k for k, sub in props.items() if isinstance(sub, dict) and sub.get(KIND_KEY) == "phone number"]
+    named += [k for k in [*naming, *falses, *phones] if k not in required]
     result = {**out, "properties": props}
     if named:
         result["required"] = [*(out.get("required") or []), *named]

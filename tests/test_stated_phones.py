@@ -66,3 +66,11 @@ def test_gold_phone_numbers_of_the_task_data_are_stated_phone_numbers(split):
                 assert gold[key] in spans["values"], (ex.prompt, key, gold[key], spans["values"])
                 checked += 1
     assert checked > 10
+
+
+def test_an_optional_phone_field_of_a_request_that_states_a_phone_number_is_written():
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "phone": {"type": "string"}},
+              "required": ["name"]}
+    stated = ground_schema(schema, "-- Olivia Costa | Lead Designer | T: +45 381 51708")
+    assert stated["required"] == ["name", "phone"]
+    assert ground_schema(schema, "-- Olivia Costa | Lead Designer").get("required") == ["name"]  # none stated
