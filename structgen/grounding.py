@@ -32,8 +32,8 @@ restricts the strings of a JSON Schema spec to what the request states:
   that span (``const``: ``structgen.named_quotes``);
 * a schema's only e-mail field, a list, is every address the request states, in its order (``const``, and
   required: ``structgen.every_address``);
-* a boolean whose name word the request writes only right after a negation is ``false``, and written ("not
-  yet vaccinated": ``structgen.stated_booleans``);
+* a boolean whose name word the request writes only right after a negation is ``false``, one whose word it
+  writes otherwise, giving it no value of its own, ``true``; either is written (``structgen.stated_booleans``);
 * an optional ``enum`` property of which the request names a choice is written; of a union of objects (a
   tool-call schema's tools), a branch that requires a value of a stated kind the request states none of is
   dropped while another is left (``structgen.grounding_fields``);

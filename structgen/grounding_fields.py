@@ -22,8 +22,9 @@
   allows no property it does not list (``additionalProperties: false``); an object whose other keys a
   schema allows (``additionalProperties`` or ``patternProperties``) or counts (``minProperties``...) keeps
   them all;
-* **negated booleans** — a boolean field whose word the request writes only after a negation is ``false``,
-  and written ("not yet vaccinated": ``is_vaccinated``; ``structgen.stated_booleans``);
+* **stated booleans** — a boolean field whose word the request writes only after a negation is ``false``,
+  one whose word it writes and never negates nor gives a value of its own is ``true``, and either is written
+  ("not yet vaccinated": ``is_vaccinated``; "teaches it online": ``online``; ``structgen.stated_booleans``);
 * **stated phones** — an optional phone field of a request that states a phone number is written ("T: +45
   381 51708": ``phone``; ``structgen.stated_phones``);
 * **named choices** — an optional ``enum`` property of which the request names a choice is written
@@ -49,7 +50,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     from .named_numbers import split_by_name
     from .named_quotes import name_quotes
     from .roles import split_by_role
-    from .stated_booleans import negated
+    from .stated_booleans import affirmed, negated
     from .stated_spans import KIND_KEY, spans_field
 
     required = node.get("required") if isinstance(node.get("required"), list) else []
@@ -58,13 +59,15 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
     props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
     props, naming, empty = split_by_name(props, source)
-    falses = [k for k, sub in props.items() if isinstance(k, str) and isinstance(sub, dict)
-              and sub.get("type") == "boolean" and not {"const", "enum"} & set(sub) and negated(k, source)]
-    props = {k: {**sub, "const": False} if k in falses else sub for k, sub in props.items()}
+    flags = {k: False if negated(k, source) else True if affirmed(k, source) else None for k, sub in props.items()
+             if isinstance(k, str) and isinstance(sub, dict) and sub.get("type") == "boolean"
+             and not {"const", "enum"} & set(sub)}
+    stated = [k for k, flag in flags.items() if flag is not None]
+    props = {k: {**sub, "const": flags[k]} if k in stated else sub for k, sub in props.items()}
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
     phones = [k for k, sub in props.items() if isinstance(sub, dict) and sub.get(KIND_KEY) == "phone number"]
-    named += [k for k in [*naming, *falses, *phones] if k not in required]
+    named += [k for k in [*naming, *stated, *phones] if k not in required]
     result = {**out, "properties": props}
     if named:
         result["required"] = [*(out.get("required") or []), *named]

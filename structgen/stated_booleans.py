@@ -1,32 +1,53 @@
-"""Booleans the request negates: "not yet vaccinated" is ``is_vaccinated: false``, "no pets" ``pets_allowed: false``.
+"""Booleans the request states in words: "not yet vaccinated" is ``is_vaccinated: false``, "teaches it online"
+``online: true``.
 
 A small model reads a field's word in the request and writes ``true``, the negation before it unread
-(``"isVaccinated": true`` for "This 12-year-old rabbit is not yet vaccinated"). Grounding
-(``structgen.grounding_fields``) reads it: a boolean field one of whose name words (``structgen.named_numbers.
-name_words``: first five letters, any case; not ``is``, ``has``, ``allowed``, ``included``...) the request
-writes, each time right after a negation (``not``, ``no``, ``non``, ``never``, ``without``, "not yet", "isn't")
-states ``false`` (``negated``); the field becomes ``const: false`` and is written. A request that writes the
-word once without a negation, or not at all, leaves the field as the schema has it: "paid: no" and "in stock:
-n" are left to the model, as is every ``true``.
+(``"isVaccinated": true`` for "This 12-year-old rabbit is not yet vaccinated"), or reads it and writes
+``false`` ("teaches it online": ``"online": false``). Grounding (``structgen.grounding_fields``) reads the
+request instead. The field's words are those of its name (``structgen.named_numbers.name_words``: first five
+letters, any case), less the ones that say nothing of what is stated (``is``, ``has``, ``allowed``,
+``included``, ``in``, ``out``...). Where the request writes one of them, each time right after a negation
+(``not``, ``no``, ``non``, ``never``, ``without``, "out of", "not yet", "isn't"), it states ``false``
+(``negated``); where it writes one, never after a negation nor before a value of its own (a label's ``:``,
+``=``, ``;``, `` - ``, a table's tab, "is n", "yes", "false"...), it states ``true`` (``affirmed``). Either
+way the field becomes ``const`` and is written. A request that does neither leaves the field as the schema
+has it: "paid: no", "in stock: n" and a table's column are left to the model, and so is "in person" for
+``online``.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["negated"]
+__all__ = ["affirmed", "negated"]
 
-#: name words that say nothing about what is negated ("is_vaccinated", "pets_allowed", "breakfast_included")
-_VAGUE = "is has have can allowed included ok possible available enabled".split()
-_NEGATION = re.compile(r"(?:\b(?:not|no|non|never|without)|n't)(?:\s+(?:yet|fully|really|a|any))?[\s-]+$",
+#: name words that say nothing about what is stated ("is_vaccinated", "pets_allowed", "in_stock")
+_VAGUE = "is has have can allowed included ok possible available enabled in on at of for the a to by with out".split()
+_NEGATION = re.compile(r"(?:\b(?:not|no|non|never|without|out\s+of)|n't)(?:\s+(?:yet|fully|really|a|any|in))?[\s-]+$",
                        re.IGNORECASE)
+#: what follows a word that is a label or a column, not a statement: a separator, or a value of its own
+_VALUED = re.compile(r"[ ]?(?:[:=;|\t\n-]|\s*(?:(?:is|was|are)\s+)?(?:no|n|yes|y|true|false|off|on)\b)",
+                     re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
+
+
+def _places(key: str, source: str) -> list[re.Match]:
+    """The words of ``source`` that are one of the field's words (module doc)."""
+    from .named_numbers import name_words, stem
+
+    stems = name_words(key) - {stem(w) for w in _VAGUE}
+    return [m for m in _WORD.finditer(source) if stem(m.group(0)) in stems]
 
 
 def negated(key: str, source: str) -> bool:
     """Whether ``source`` states ``false`` for the boolean property ``key`` (module doc)."""
-    from .named_numbers import name_words, stem
+    places = _places(key, source)
+    return bool(places) and all(_NEGATION.search(source[max(0, m.start() - 24):m.start()]) for m in places)
 
-    stems = name_words(key) - {stem(w) for w in _VAGUE}
-    places = [m.start() for m in _WORD.finditer(source) if stem(m.group(0)) in stems]
-    return bool(places) and all(_NEGATION.search(source[max(0, a - 24):a]) for a in places)
+
+def affirmed(key: str, source: str) -> bool:
+    """Whether ``source`` states ``true`` for the boolean property ``key``: it writes one of its words, never
+    after a negation nor before a value of its own (module doc)."""
+    places = _places(key, source)
+    return bool(places) and not any(_NEGATION.search(source[max(0, m.start() - 24):m.start()])
+                                    or _VALUED.match(source, m.end()) for m in places)
