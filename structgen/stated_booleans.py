@@ -9,7 +9,8 @@ letters, any case), less the ones that say nothing of what is stated (``is``, ``
 ``included``, ``in``, ``out``...). Where the request writes one of them, each time right after a negation
 (``not``, ``no``, ``non``, ``never``, ``without``, "out of", "not yet", "isn't"), it states ``false``
 (``negated``); where it writes one, never after a negation nor before a value of its own (a label's ``:``,
-``=``, ``;``, `` - ``, a table's tab, "is n", "yes", "false"...), it states ``true`` (``affirmed``). Either
+``=``, ``;``, `` - ``, a table's tab, "is n", "yes", "false"...; "false (in stock)"), it states ``true``
+(``affirmed``). Either
 way the field becomes ``const`` and is written. A request that does neither leaves the field as the schema
 has it: "paid: no", "in stock: n" and a table's column are left to the model, and so is "in person" for
 ``online``.
@@ -25,9 +26,12 @@ __all__ = ["affirmed", "negated"]
 _VAGUE = "is has have can allowed included ok possible available enabled in on at of for the a to by with out".split()
 _NEGATION = re.compile(r"(?:\b(?:not|no|non|never|without|out\s+of)|n't)(?:\s+(?:yet|fully|really|a|any|in))?[\s-]+$",
                        re.IGNORECASE)
-#: what follows a word that is a label or a column, not a statement: a separator, or a value of its own
-_VALUED = re.compile(r"[ ]?(?:[:=;|\t\n-]|\s*(?:(?:is|was|are)\s+)?(?:no|n|yes|y|true|false|off|on)\b)",
+#: what follows a word that is a label or a column, not a statement: a separator (a word between at most:
+#: "paid with - transfer"), or a value of its own
+_VALUED = re.compile(r"[ ]?(?:(?:[^\W\d_]+[ ]?)?[:=;|\t\n-]|\s*(?:(?:is|was|are)\s+)?(?:no|n|yes|y|true|false|off|on)\b)",
                      re.IGNORECASE)
+#: a value written right before the word, a word between at most ("false (in stock)", "No (works remotely)")
+_VALUE_BEFORE = re.compile(r"\b(?:yes|y|true|false|no|n)\W*(?:[^\W\d_]+\s+)?$", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
 
 
@@ -50,4 +54,5 @@ def affirmed(key: str, source: str) -> bool:
     after a negation nor before a value of its own (module doc)."""
     places = _places(key, source)
     return bool(places) and not any(_NEGATION.search(source[max(0, m.start() - 24):m.start()])
-                                    or _VALUED.match(source, m.end()) for m in places)
+                                    or _VALUED.match(source, m.end())
+                                    or _VALUE_BEFORE.search(source[max(0, m.start() - 16):m.start()]) for m in places)

@@ -43,6 +43,8 @@ def test_a_boolean_is_false_when_the_request_writes_its_word_only_after_a_negati
     ("online", "teaches it in person", False),  # nothing said of it
     ("is_paid", "paid: no", False), ("remote", "Works remotely - yes", False),  # a label's answer: the model's
     ("remote", "Remote\tState\nn\topen", False), ("in_stock", "The in stock is n.", False),
+    ("in_stock", "Enabled - true. false (in stock). With age 21.", False),
+    ("remote", "No (works remotely). Atlas office chair", False), ("is_paid", "paid with - transfer", False),
     ("in_stock", "Fill in the fields: guitar, not in stock", False),  # "in" says nothing; negated
 ])
 def test_a_boolean_is_true_when_the_request_writes_its_word_and_gives_it_no_value(key, text, true):
