@@ -28,8 +28,8 @@ _NEGATION = re.compile(r"(?:\b(?:not|no|non|never|without|out\s+of)|n't)(?:\s+(?
                        re.IGNORECASE)
 #: what follows a word that is a label or a column, not a statement: a separator (a word between at most:
 #: "paid with - transfer"), or a value of its own
-_VALUED = re.compile(r"[ ]?(?:(?:[^\W\d_]+[ ]?)?[:=;|\t\n-]|\s*(?:(?:is|was|are)\s+)?(?:no|n|yes|y|true|false|off|on)\b)",
-                     re.IGNORECASE)
+_VALUED = re.compile(r"[ ]?(?:(?:[^\W\d_]+[ ]?)?[:=;|\t\n-]"
+                     r"|\s*(?:(?:is|was|are)\s+)?(?:no|n|yes|y|true|false|off|on)\b)", re.IGNORECASE)
 #: a value written right before the word, a word between at most ("false (in stock)", "No (works remotely)")
 _VALUE_BEFORE = re.compile(r"\b(?:yes|y|true|false|no|n)\W*(?:[^\W\d_]+\s+)?$", re.IGNORECASE)
 _WORD = re.compile(r"[^\W\d_]+")
