@@ -237,7 +237,7 @@ def names_for(key: str, source: str) -> list[str]:
         return doctors
     if words & TEAM_WORDS:
         names = [n for n in names if whole(n, names, source)] or names
-    if words & PERSON_WORDS or "name" in words and words & NAME_QUALIFIERS:  # a person's (or a pet's)
+    if words & PERSON_WORDS or words & NAME_PARTS or "name" in words and words & NAME_QUALIFIERS:  # a person's
         names = [n for n in names if not only_placed(n, source)] or names
         names = [n for n in names if addressed(n, source)] or names
     else:  # a company's, a place's, a team's: no name an address spells

@@ -10,10 +10,9 @@ letters, any case), less the ones that say nothing of what is stated (``is``, ``
 (``not``, ``no``, ``non``, ``never``, ``without``, "out of", "not yet", "isn't"), it states ``false``
 (``negated``); where it writes one, never after a negation nor before a value of its own (a label's ``:``,
 ``=``, ``;``, `` - ``, a table's tab, "is n", "yes", "false"...; "false (in stock)"), it states ``true``
-(``affirmed``). Either
-way the field becomes ``const`` and is written. A request that does neither leaves the field as the schema
-has it: "paid: no", "in stock: n" and a table's column are left to the model, and so is "in person" for
-``online``.
+(``affirmed``). Either way the field becomes ``const`` and is written. A request that does neither leaves
+the field as the schema has it: "paid: no", "in stock: n" and a table's column are left to the model, and so
+is "in person" for ``online``.
 """
 
 from __future__ import annotations

@@ -137,6 +137,7 @@ def test_a_name_an_address_spells_is_a_person_s_and_no_company_s():
     assert addressed("José Weber", block) and addressed("Weber", block) and not addressed("Café Müller", block)
     assert names_for("full_name", block) == ["José", "José Weber", "Weber"]
     assert "José Weber" not in names_for("company", block) and "Café Müller" in names_for("company", block)
+    assert names_for("surname", block) == ["José", "José Weber", "Weber"]  # a part of a person's name
     assert addressed("Sara Yılmaz", "Sara Yılmaz, sara.yilmaz@x.org") and not addressed("Dr. Ana", "dr@x.org")
     assert addressed("José Weber", "José Weber, j.weber@x.org") and not addressed("Café Müller", "siobhan.muller@x")
     # no address, or one that spells no name: the fields keep every name
