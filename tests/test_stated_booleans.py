@@ -51,7 +51,7 @@ def test_a_boolean_is_true_when_the_request_writes_its_word_and_gives_it_no_valu
     assert affirmed(key, text) is true
 
 
-def test_a_negated_boolean_is_false_and_written_through_the_constraint(tok4k, vocab):
+def test_a_stated_boolean_is_that_value_and_written_through_the_constraint(tok4k, vocab):
     request = "Meet Kira! This 12-year-old rabbit is not yet vaccinated."
     g = Grounded(sg.JsonSchema(PET), request)
     assert g.schema["properties"]["is_vaccinated"]["const"] is False and "is_vaccinated" in g.schema["required"]
