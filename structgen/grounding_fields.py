@@ -50,7 +50,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     from .named_numbers import split_by_name
     from .named_quotes import name_quotes
     from .roles import split_by_role
-    from .stated_booleans import affirmed, negated
+    from .stated_booleans import stated_value
     from .stated_spans import KIND_KEY, spans_field
 
     required = node.get("required") if isinstance(node.get("required"), list) else []
@@ -59,15 +59,14 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
     props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
     props, naming, empty = split_by_name(props, source)
-    flags = {k: False if negated(k, source) else True if affirmed(k, source) else None for k, sub in props.items()
-             if isinstance(k, str) and isinstance(sub, dict) and sub.get("type") == "boolean"
-             and not {"const", "enum"} & set(sub)}
-    stated = [k for k, flag in flags.items() if flag is not None]
-    props = {k: {**sub, "const": flags[k]} if k in stated else sub for k, sub in props.items()}
+    said = {k: stated_value(k, source) for k, sub in props.items() if isinstance(k, str) and isinstance(sub, dict)
+            and sub.get("type") == "boolean" and not {"const", "enum"} & set(sub)}
+    said = {k: flag for k, flag in said.items() if flag is not None}
+    props = {k: {**sub, "const": said[k]} if k in said else sub for k, sub in props.items()}
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
     phones = [k for k, sub in props.items() if isinstance(sub, dict) and sub.get(KIND_KEY) == "phone number"]
-    named += [k for k in [*naming, *stated, *phones] if k not in required]
+    named += [k for k in [*naming, *said, *phones] if k not in required]
     result = {**out, "properties": props}
     if named:
         result["required"] = [*(out.get("required") or []), *named]

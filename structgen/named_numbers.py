@@ -50,10 +50,15 @@ def stem(word: str) -> str:
     return word.lower().rstrip("s")[:5]
 
 
+def _name_parts(name: str) -> list[str]:
+    """A field name's words as written: ``depthKm`` and ``depth_km`` give ``depth``/``Km``, ``km``."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return [w for w in re.split(r"[\s_\-.]+", spaced) if w]
+
+
 def name_words(name: str) -> set[str]:
     """The stems of a field name's words: ``depthKm`` and ``depth_km`` give ``depth``, ``km``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return {stem(w) for w in re.split(r"[\s_\-.]+", spaced) if w}
+    return {stem(w) for w in _name_parts(name)}
 
 
 def _neighbours(source: str, start: int) -> tuple[list[str], list[str]]:
@@ -96,7 +101,7 @@ def measured(key: str, source: str) -> set | None:
     depth)."""
     from .stated_numbers import unit_places
 
-    words = {w.lower() for w in re.split(r"[\s_\-.]+", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key))}
+    words = {w.lower() for w in _name_parts(key)}
     units = [pattern for names, pattern in MEASURES if words & set(names.split())]
     if not units:
         return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["affirmed", "negated"]
+__all__ = ["affirmed", "negated", "stated_value"]
 
 #: name words that say nothing about what is stated ("is_vaccinated", "pets_allowed", "in_stock")
 _VAGUE = "is has have can allowed included ok possible available enabled in on at of for the a to by with out".split()
@@ -42,16 +42,28 @@ def _places(key: str, source: str) -> list[re.Match]:
     return [m for m in _WORD.finditer(source) if stem(m.group(0)) in stems]
 
 
-def negated(key: str, source: str) -> bool:
-    """Whether ``source`` states ``false`` for the boolean property ``key`` (module doc)."""
+def stated_value(key: str, source: str) -> bool | None:
+    """``False`` where ``source`` negates the boolean property ``key``, ``True`` where it affirms it, None where
+    it does neither (module doc)."""
     places = _places(key, source)
-    return bool(places) and all(_NEGATION.search(source[max(0, m.start() - 24):m.start()]) for m in places)
+    if not places:
+        return None
+    after_negation = [bool(_NEGATION.search(source[max(0, m.start() - 24):m.start()])) for m in places]
+    if all(after_negation):
+        return False
+    if any(after_negation) or any(_VALUED.match(source, m.end())
+                                  or _VALUE_BEFORE.search(source[max(0, m.start() - 16):m.start()]) for m in places):
+        return None
+    return True
+
+
+def negated(key: str, source: str) -> bool:
+    """Whether ``source`` states ``false`` for the boolean property ``key``: it writes one of its words, each
+    time right after a negation (module doc)."""
+    return stated_value(key, source) is False
 
 
 def affirmed(key: str, source: str) -> bool:
     """Whether ``source`` states ``true`` for the boolean property ``key``: it writes one of its words, never
-    after a negation nor before a value of its own (module doc)."""
-    places = _places(key, source)
-    return bool(places) and not any(_NEGATION.search(source[max(0, m.start() - 24):m.start()])
-                                    or _VALUED.match(source, m.end())
-                                    or _VALUE_BEFORE.search(source[max(0, m.start() - 16):m.start()]) for m in places)
+    after a negation nor beside a value of its own (module doc)."""
+    return stated_value(key, source) is True
