@@ -130,6 +130,8 @@ class TrainConfig:
     save_dtype: str = "float32"  # the saved weights' dtype: "float32" | "bfloat16" (half the bytes; the loader
     # computes in float32 on the CPU either way: run 11's tool calls and JSON scored alike stored in bfloat16)
     bucket_batches: int = 50  # rows are sorted by length inside windows of this many batches
+    init_from: str | None = None  # fine-tuning: a structgen-trained model directory whose weights and tokenizer
+    # the run starts from (its recipe's architecture; ``fine_tune``), instead of a fresh model and BPE
 
     # -------------------------------------------------------------------------------------------- presets
     @classmethod
@@ -158,6 +160,49 @@ class TrainConfig:
         return cls(**{**base, **overrides}).validated()
 
     PRESETS: ClassVar[tuple[str, ...]] = ("small", "gpu", "tiny")
+    #: what a model's weights and tokenizer fix: a fine-tuning run keeps its base's values of these
+    ARCHITECTURE: ClassVar[tuple[str, ...]] = (
+        "hidden_size", "num_layers", "num_heads", "intermediate_size", "max_positions", "copy_head",
+        "copy_neighbours", "copy_convert", "convert_maps", "convert_topk", "lookup", "lookup_keys", "request_notes",
+        "vocab_size", "pretokenizer", "tokenizer_corpus", "dropout", "attention_dropout")
+    #: a fine-tuning run's own defaults: a tenth of the from-scratch rate, a short warm-up, no length
+    #: curriculum, 1,000 steps or 10 minutes
+    FINE_TUNE: ClassVar[dict[str, Any]] = dict(lr=3e-4, warmup_steps=50, curriculum=0.0, steps=1000, minutes=10.0,
+                                               keep="last")
+
+    @classmethod
+    def fine_tune(cls, base: str | Any, **overrides: Any) -> "TrainConfig":
+        """The config of a run that continues training the structgen-trained model in ``base`` (a directory,
+        or ``"default"``: the embedded model) on new data: the base recipe's settings (architecture, canvas
+        policy, request notes) with ``FINE_TUNE``'s schedule, then ``overrides``; ``ConfigError`` when an
+        override would change what the weights or tokenizer fix (``ARCHITECTURE``) or the base has no
+        recipe."""
+        import json
+        from pathlib import Path
+
+        from ..models.default import DEFAULT_MODEL_DIR, RECIPE_FILE
+
+        path = DEFAULT_MODEL_DIR if str(base) == "default" else Path(base).expanduser().resolve()
+        recipe_file = path / RECIPE_FILE
+        if not recipe_file.is_file():
+            what = "does not exist" if not path.exists() else f"has no {RECIPE_FILE}"
+            raise ConfigError(f"--from {str(base)!r}: {str(path)!r} {what}; fine-tuning starts from a model that "
+                              "`structgen train` wrote (or 'default', the embedded model)")
+        try:
+            recipe = json.loads(recipe_file.read_text())
+            settings = dict(recipe["config"])
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise ConfigError(f"--from {str(base)!r}: {RECIPE_FILE} there cannot be read ({e}); pass a model "
+                              "directory that `structgen train` wrote") from None
+        given = {k: v for k, v in overrides.items() if v is not None}
+        base_cfg = cls.from_dict({**settings, "init_from": None})
+        changed = [k for k in cls.ARCHITECTURE if k in given and given[k] != getattr(base_cfg, k)]
+        if changed:
+            raise ConfigError(f"{', '.join(changed)} would change the model that --from {str(base)!r} holds "
+                              f"({', '.join(f'{k}={getattr(base_cfg, k)!r}' for k in changed)}); a fine-tuning run "
+                              "keeps its architecture and tokenizer. Drop those options, or train from scratch "
+                              "without --from")
+        return cls.from_dict({**settings, **cls.FINE_TUNE, **given, "init_from": str(path)})
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "TrainConfig":

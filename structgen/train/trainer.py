@@ -1,4 +1,5 @@
-"""``train(config, out_dir)``: trains a masked-diffusion model from scratch and saves it as a HF directory.
+"""``train(config, out_dir)``: trains a masked-diffusion model from scratch, or fine-tunes one, and saves it as
+a HF directory.
 
 The run: seed everything (``random``, numpy, torch; data drawn from ``cfg.seed``); build the training
 mixture and the held-out split (templates never seen in training); train the byte-level BPE; encode rows
@@ -16,6 +17,10 @@ sibling folder that is renamed into place at the end, so ``out_dir`` is either t
 the new complete model, or absent. It holds ``config.json``, ``model.safetensors`` (float32, or bfloat16
 with ``cfg.save_dtype``), the tokenizer files and ``structgen_recipe.json`` (the config, the data seed and a
 digest of the data, library versions, training time, losses): ``sg.load_model(out_dir)`` loads it.
+
+Fine-tuning (``cfg.init_from``, ``TrainConfig.fine_tune``): the run starts from a structgen-trained model's
+weights and tokenizer instead of a fresh model and BPE, with that model's architecture and prompt format;
+the recipe records the base (``base``: its directory, a digest of its weights, its own data and training).
 """
 
 from __future__ import annotations
@@ -119,7 +124,24 @@ def load_data(cfg: TrainConfig) -> TrainData:
         random.Random(f"drills/{cfg.seed}").shuffle(train)
     return TrainData(train=train,
                      heldout=mixture("heldout", cfg.heldout_per_family, cfg.seed) if cfg.heldout_per_family else [],
-                     corpus=corpus_texts(cfg.tokenizer_corpus, cfg.seed))
+                     corpus=None if cfg.init_from else corpus_texts(cfg.tokenizer_corpus, cfg.seed))
+
+
+def start_from(cfg: TrainConfig, data: TrainData, device) -> tuple[Any, Any]:
+    """``(tokenizer, model)`` a run starts with: a BPE trained on ``data``'s corpus (default: its training
+    examples) and a fresh model, or, when fine-tuning (``cfg.init_from``), the base directory's tokenizer and
+    weights (in float32, training mode)."""
+    if not cfg.init_from:
+        tok = build_tokenizer(cfg, data.corpus if data.corpus is not None else corpus_of(data.train))
+        torch.manual_seed(cfg.seed)
+        return tok, build_model(tok, cfg).to(device).train()
+    from ..models.hf_mlm import HFMaskedLM
+    from .tokenizer import check_round_trip
+
+    base = HFMaskedLM.from_pretrained(cfg.init_from, device=device, dtype=torch.float32)
+    check_round_trip(base.tokenizer)
+    torch.manual_seed(cfg.seed)
+    return base.tokenizer, base.model.float().train()
 
 
 def corpus_of(examples: Sequence[Any]) -> list[str]:
@@ -195,7 +217,7 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
             raise ConfigError("keep='best' (--keep best) chooses weights by the held-out loss, and this run has no "
                               "held-out examples; give some (a 'split': 'heldout' line in --data) or keep the last "
                               "weights (--keep last)")
-        tok = build_tokenizer(cfg, data.corpus if data.corpus is not None else corpus_of(data.train))
+        tok, model = start_from(cfg, data, device)
         rows, dropped = encode_examples(data.train, tok, cfg, pointers=cfg.source_loss > 0)
         held_rows, held_dropped = encode_examples(data.heldout, tok, cfg)
         if not rows:
@@ -205,8 +227,6 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         held = fixed_batches(held_rows, cfg, cfg.seed + EVAL_NOISE_SEED, pad_id, eos_id)
         best = BestWeights() if cfg.keep == "best" else None
 
-        torch.manual_seed(cfg.seed)
-        model = build_model(tok, cfg).to(device).train()
         opt = make_optimizer(model, cfg)
         bf16 = use_bf16(cfg, device)
         noise = torch.Generator().manual_seed(cfg.seed + 1)
@@ -289,8 +309,9 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
             "data": {"seed": cfg.seed, "examples_per_family": cfg.examples_per_family, "n_train": len(rows),
                      "n_heldout": len(held_rows), "dropped": all_dropped, "digest": data_digest(data.train),
                      "families": dict(Counter(r.family for r in rows)), **lengths},
-            "tokenizer": {"kind": "train_bpe(corpus_texts)" if data.corpus is not None else "train_bpe(examples)",
-                          "vocab_size": len(tok)},
+            "tokenizer": {"kind": "the base model's (init_from)" if cfg.init_from else "train_bpe(corpus_texts)"
+                          if data.corpus is not None else "train_bpe(examples)", "vocab_size": len(tok)},
+            **({"base": _base_record(cfg.init_from)} if cfg.init_from else {}),
             "provenance": {**_provenance(cfg, device), "autocast": "bfloat16" if bf16 else None},
             "training": {"steps": step, "epochs": rows_seen / len(rows), "stopped_by": stopped_by,
                          "prep_seconds": round(t_loop - t_start, 1), "train_seconds": round(train_seconds, 1),
@@ -322,6 +343,24 @@ def train(config: TrainConfig | None, out_dir: str | os.PathLike, *, progress: b
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, n_train=len(rows),
         n_heldout=len(held_rows), dropped=all_dropped, curve=curve, kept_step=kept_step, **lengths,
     )
+
+
+def _base_record(base: str) -> dict[str, Any]:
+    """What a fine-tuning run started from: the directory, a digest of its weights, and its own recipe's
+    data and training summary (so a chain of runs can be traced back to the run from scratch)."""
+    folder = Path(base)
+    h = hashlib.sha256()
+    for f in sorted(folder.glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    try:
+        recipe = json.loads((folder / RECIPE_FILE).read_text())
+    except (OSError, ValueError):
+        recipe = {}
+    training = {k: v for k, v in (recipe.get("training") or {}).items() if k != "curve"}
+    return {"dir": str(folder), "weights_sha256": h.hexdigest(), "data": recipe.get("data"), "training": training,
+            **({"base": recipe["base"]} if "base" in recipe else {})}
 
 
 def _log_to_file(bar, progress: bool, point: dict[str, Any], by_family: dict[str, float]) -> None:

@@ -3,6 +3,7 @@
     from structgen.train.data import examples, mixture, corpus_texts
     exs = examples("json", "train", 1000, seed=0)     # list[Example]
     mix = mixture("train", 5000, seed=0)              # every family, shuffled
+    rows = mixed_in(my_rows, 100, seed=0)             # your examples and 100 of each family, shuffled
     texts = corpus_texts(20000, seed=0)               # rendered prompts and targets, for the tokenizer
 
 Families (one module each, imported by name only when used, so a family's dependencies load only when
@@ -24,7 +25,7 @@ from structgen.errors import ConfigError
 from .base import SPLITS, Example, Template, canonical_json, check_split, prompt_text
 
 __all__ = ["FAMILIES", "MODULES", "SPLITS", "Example", "Template", "canonical_json", "corpus_texts", "examples",
-           "family_module", "mixture", "template_ids"]
+           "family_module", "mixed_in", "mixture", "template_ids"]
 
 FAMILIES = ("json", "tool", "sql", "alert")
 MODULES = {"json": "json_extract", "tool": "tool_calls", "sql": "text_to_sql", "alert": "alert_rules"}
@@ -67,6 +68,14 @@ def mixture(split: str, n_per_family: int, seed: int = 0, families: Sequence[str
     for fam in _families(families):
         out += examples(fam, split, n_per_family, seed)
     random.Random(f"mixture/{split}/{seed}").shuffle(out)
+    return out
+
+
+def mixed_in(rows: Sequence[Example], n_per_family: int, seed: int = 0) -> list[Example]:
+    """``rows`` (a user's own examples) with ``n_per_family`` generated training examples of each built-in
+    family added and everything shuffled (seeded): a fine-tuning run on them keeps the built-in tasks."""
+    out = list(rows) + (mixture("train", n_per_family, seed) if n_per_family else [])
+    random.Random(f"mixed_in/{seed}").shuffle(out)
     return out
 
 
