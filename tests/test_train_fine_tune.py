@@ -129,3 +129,22 @@ def test_mix_adds_the_built_in_families_to_your_examples(tmp_path):
     assert report["n_train"] + sum(report["dropped"].values()) == 3 + 4 * 3
     bad = CliRunner().invoke(app, ["train", "--preset", "tiny", "--mix", "3", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "--mix goes with --data" in bad.output and not (tmp_path / "x").exists()
+
+
+def test_the_fine_tuning_benchmark_writes_valid_lines_in_unseen_phrasings(bench_script, tmp_path):
+    """benchmarks/fine_tune.py: every line it writes satisfies its schema and loads as --data does, and the
+    held-out requests are phrased in ways the file never uses."""
+    import random
+
+    from structgen.train.data.from_file import load_file
+
+    ft = bench_script("fine_tune")
+    rng = random.Random(0)
+    lines = [ft.record(rng, ft.TRAIN_PHRASES) for _ in range(40)]
+    path = tmp_path / "parcels.jsonl"
+    path.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
+    rows, held = load_file(path)  # refuses a line whose target does not satisfy its spec
+    assert len(rows) == 40 and not held
+    assert all(x["target"]["tracking_code"] in x["prompt"] and x["target"]["recipient"] in x["prompt"] for x in lines)
+    assert not set(ft.HELDOUT_PHRASES) & set(ft.TRAIN_PHRASES)
+    assert all(ft.record(rng, ft.HELDOUT_PHRASES)["prompt"] not in {x["prompt"] for x in lines} for _ in range(20))
