@@ -149,7 +149,8 @@ def train(
 def eval_(
     model: Optional[str] = typer.Option(None, "--model", help="Model directory (default: the embedded model)."),
     n: int = typer.Option(50, "-n", help="Held-out examples per family."),
-    families: str = typer.Option("json,tool,sql,alert", "--families", help="Comma-separated task families."),
+    families: Optional[str] = typer.Option(None, "--families", help="Comma-separated task families (default: "
+                                           "json,tool,sql,alert; with --data, the file's)."),
     modes: str = typer.Option("constrained,unconstrained,one-token,grounded", "--modes",  # DEFAULT_MODES
                              help="Decoding modes to compare (grounded: values from the request, every "
                              "family; grounded-one-token: its one-token reference)."),
@@ -164,11 +165,15 @@ def eval_(
     stutter_gap: int = typer.Option(2, "--stutter-gap", help="No-stutter rule: a word the model would write "
                                     "twice this close commits once, unless the prompt repeats it, and no two "
                                     "spaces touch (0: off; sampler.policy)."),
+    data: Optional[Path] = typer.Option(None, "--data", help="Score your own examples instead: the \"split\": "
+                                        "\"heldout\" lines of a --data file of `structgen train` (--split train: "
+                                        "its other lines); --families defaults to the file's."),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="The tools that 'tool' lines of --data call."),
     device: Optional[str] = DEVICE_OPT,
 ) -> None:
-    """Score a model on the held-out split of every task family: constrained decoding beside unconstrained
-    and one-token-per-step decoding of the same model; prints the table and writes it with a chart (and
-    every decoded example to OUT/examples.jsonl as it goes)."""
+    """Score a model on the held-out split of every task family (or on your own examples, --data):
+    constrained decoding beside unconstrained and one-token-per-step decoding of the same model; prints the
+    table and writes it with a chart (and every decoded example to OUT/examples.jsonl as it goes)."""
     import dataclasses
     import platform
 
@@ -176,16 +181,21 @@ def eval_(
 
     import structgen as sg
     from structgen.train.eval_report import rich_table, write_report
-    from structgen.train.evaluate import eval_generator, evaluate
+    from structgen.train.evaluate import GROUNDED_FAMILIES, MODES, eval_generator, evaluate, file_examples
 
-    fams = [f.strip() for f in families.split(",") if f.strip()]
+    fams = [f.strip() for f in (families or "").split(",") if f.strip()]
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
     try:
+        if tools is not None and data is None:
+            raise sg.ConfigError("--tools names the tools of --data's 'tool' lines; pass --data too")
+        own = None if data is None else file_examples(data, tools, split)
+        fams = fams or (list(own) if own is not None else ["json", "tool", "sql", "alert"])
         gen = load_generator(model, device)
         # every argument is checked before OUT is touched: a typo never empties an earlier run's examples
         eval_generator(gen.model, families=fams, modes=mode_list, split=split, block_length=block_length,
-                       engine=engine, stutter_gap=stutter_gap, threshold=threshold)
-        total = n * len(fams) * len(mode_list)
+                       engine=engine, stutter_gap=stutter_gap, threshold=threshold, own=own)
+        total = sum((n if own is None else min(n, len(own[f]))) * sum(
+            not (MODES[m].get("ground") and f not in GROUNDED_FAMILIES) for m in mode_list) for f in fams)
         out_dir.mkdir(parents=True, exist_ok=True)
         # every decoded example is appended as it comes: a long run that is stopped keeps what it decoded
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -199,10 +209,12 @@ def eval_(
 
             rows = evaluate(gen.model, families=fams, n=n, seed=seed, modes=mode_list, block_length=block_length,
                             split=split, on_example=tick, engine=engine, stutter_gap=stutter_gap,
-                            threshold=threshold)
+                            threshold=threshold, own=own)
         which = "Held-out" if split == "heldout" else "Train-split"
-        title = f"{which} evaluation of {getattr(gen.model, 'name', model or 'the default model')}"
+        title = f"{which} evaluation of {getattr(gen.model, 'name', model or 'the default model')}" + \
+            (f" on {data.name}" if data is not None else "")
         meta = {"model": model or "default", "n": n, "seed": seed, "split": split, "block_length": block_length,
+                **({"data": str(data)} if data is not None else {}),
                 "threshold": threshold, "engine": engine, "stutter_gap": stutter_gap, "machine": platform.platform(),
                 "threads": __import__("torch").get_num_threads()}
         paths = write_report(rows, out_dir, title=title, meta=meta)

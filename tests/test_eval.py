@@ -166,3 +166,59 @@ def test_value_lookup_tells_converted_values_from_copied_ones(tok4k):
     dentist = [v for t, v in slots.items() if t in "Dentist"]  # however the tokenizer cuts the word
     assert dentist and all(v == (False, False) for v in dentist)
     assert not {"create", "ate", "title", "date"} & set(slots)  # the tool's name and the keys are not values
+
+
+def _data_file(tmp_path):
+    person = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+              "required": ["name", "age"], "additionalProperties": False}
+    lines = [{"prompt": "Maria Lopez, 41", "schema": person, "target": {"name": "Maria Lopez", "age": 41}},
+             {"prompt": "Tom Berg is 35", "schema": person, "target": {"name": "Tom Berg", "age": 35},
+              "split": "heldout"},
+             {"prompt": "The ticket is QZX-7302.", "regex": "[A-Z]{3}-[0-9]{4}", "target": "QZX-7302",
+              "split": "heldout"},
+             {"prompt": "A long list", "regex": "[a-z ]+", "target": "word " * 60 + "end", "split": "heldout"}]
+    path = tmp_path / "mine.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def test_your_own_examples_are_scored_by_family(tmp_path, tok4k):
+    """``structgen eval --data``: a data file's held-out lines (or its training lines), by family; a regex
+    answer is right or not; a long answer gets a canvas that holds it; a family the file lacks is refused."""
+    from structgen.sampler import Generator
+    from structgen.train.evaluate import canvas_for, file_examples
+
+    path = _data_file(tmp_path)
+    held, train = file_examples(path), file_examples(path, split="train")
+    assert {k: [e.prompt for e in v] for k, v in held.items()} == {
+        "json": ["Tom Berg is 35"], "regex": ["The ticket is QZX-7302.", "A long list"]}
+    assert list(train) == ["json"] and train["json"][0].prompt == "Maria Lopez, 41"
+    gen = Generator(sg.models.RandomLogits(tok4k, seed=0))
+    assert canvas_for(held["json"][0], gen) == 128 and canvas_for(held["regex"][0], gen) == 64
+    assert canvas_for(held["regex"][1], gen) > 64 and canvas_for(held["regex"][1], gen) % 32 == 0
+    rows = evaluate(ScriptedLogits(tok4k, "QZX-7302"), families=("regex",), n=1, modes=("constrained",), own=held)
+    assert (rows[0].n, rows[0].accuracy, rows[0].exact) == (1, 1.0, 1.0)
+    rows = evaluate(ScriptedLogits(tok4k, '{"name": "Tom Berg", "age": 53}'), families=("json",), n=5,
+                    modes=("constrained", "grounded"), own=held)
+    assert [(r.mode, r.n, r.accuracy) for r in rows] == [("constrained", 1, 0.5), ("grounded", 1, 1.0)]
+    with pytest.raises(sg.StructgenError, match=r"no heldout lines of family tool; it has: json \(1\), regex \(2\)"):
+        evaluate(gen.model, families=("tool",), n=1, modes=("constrained",), own=held)
+
+
+def test_cli_eval_of_a_data_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from structgen.cli import app
+
+    path = _data_file(tmp_path)
+    res = CliRunner().invoke(app, ["eval", "--model", "random", "--data", str(path), "--modes", "constrained",
+                                   "--out", str(tmp_path / "ev")])
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    assert [r["family"] for r in report["rows"]] == ["json", "regex"] and report["meta"]["data"] == str(path)
+    assert [r["n"] for r in report["rows"]] == [1, 2] and "on mine.jsonl" in res.output
+    bad = CliRunner().invoke(app, ["eval", "--model", "random", "--data", str(path), "--families", "sql",
+                                   "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "no heldout lines of family sql" in bad.output and not (tmp_path / "x").exists()
+    bad = CliRunner().invoke(app, ["eval", "--tools", "examples/tools.py", "--out", str(tmp_path / "y")])
+    assert bad.exit_code == 2 and "pass --data too" in bad.output

@@ -25,6 +25,10 @@ accuracy (the same rows as the gold query on the shop database, as a multiset un
 them); alert rules: semantically equal (equal canonical forms) — and **exact** (the text equals the target).
 Speed: ``nfe`` per output token, the share of output tokens forced by the constraint (no model call), output
 tokens per second on this machine.
+
+Your own examples (``structgen eval --data FILE``, ``file_examples``): the held-out lines of a ``structgen
+train --data`` file by family, scored the same way (regex lines: exact match), each decoded with its
+family's canvas or one that holds its answer (``canvas_for``).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ GROUNDED_FAMILIES = ("json", "tool", "sql", "alert")
 CANVAS: dict[str, int] = {"json": 128, "tool": 128, "sql": 128, "alert": 64}
 
 ACCURACY_NAME = {"json": "field accuracy", "tool": "exact match", "sql": "execution accuracy",
-                 "alert": "semantically equal"}
+                 "alert": "semantically equal", "regex": "exact match"}
 
 
 @dataclass
@@ -184,6 +188,8 @@ def score(example, text: str, valid: bool) -> tuple[float, bool]:
             return float(_rows(database, text) == _rows(database, example.gold)), exact
         except StructgenError:
             return 0.0, exact
+    if fam == "regex":  # a line of your own data (``--data``): the text is right or it is not
+        return float(exact), exact
     if fam == "alert":
         from ..validators.alerts import parse_rule
 
@@ -200,9 +206,10 @@ def score(example, text: str, valid: bool) -> tuple[float, bool]:
 
 
 def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], split: str, block_length: int,
-                   engine: str, stutter_gap: int, threshold: float = 0.9):
+                   engine: str, stutter_gap: int, threshold: float = 0.9, own: dict | None = None):
     """The ``Generator`` an evaluation decodes with, once every argument is known to be usable: a bad mode,
-    family, split or sampler setting raises ``StructgenError`` before anything is decoded or written."""
+    family, split or sampler setting raises ``StructgenError`` before anything is decoded or written
+    (``own``: the examples of a data file by family, ``file_examples``; a family must have some)."""
     from ..sampler import Generator
     from .data import family_module
     from .data.base import check_split
@@ -210,9 +217,15 @@ def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], spli
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise StructgenError(f"unknown eval mode(s) {unknown}; choose from {list(MODES)}")
-    for fam in families:
-        family_module(fam)  # ConfigError for a family that does not exist
     check_split(split)
+    for fam in families if own is None else ():
+        family_module(fam)  # ConfigError for a family that does not exist
+    missing = [f for f in families if own is not None and not own.get(f)]
+    if missing:
+        have = ", ".join(f"{k} ({len(v)})" for k, v in own.items() if v) or "none"
+        raise StructgenError(f"the data has no {split} lines of famil{'y' if len(missing) == 1 else 'ies'} "
+                             f"{', '.join(missing)}; it has: {have}. Pass --families with those, or --split "
+                             f"{'train' if split == 'heldout' else 'heldout'}")
     # the sampler's own settings check refuses a threshold out of (0, 1]
     return Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap, threshold=threshold)
 
@@ -220,20 +233,23 @@ def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], spli
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
              seed: int = 1234, modes: Iterable[str] = DEFAULT_MODES, block_length: int = 32,
              split: str = "heldout", on_example: Callable[[Scored], None] | None = None,
-             engine: str = "auto", stutter_gap: int = 2, threshold: float = 0.9) -> list[Row]:
+             engine: str = "auto", stutter_gap: int = 2, threshold: float = 0.9,
+             own: dict[str, list] | None = None) -> list[Row]:
     """Decode ``n`` examples of ``split`` (held-out templates by default; ``"train"`` measures how well the
     training templates were fitted) per family under each mode and score them (see the module doc).
     ``engine`` is the constrained modes' engine ("auto", "automaton" or "grammar"; unconstrained decoding
     always uses the automaton for its any-text language); ``stutter_gap`` is the sampler's no-stutter rule
-    (``sampler.policy``; 0 = plain threshold commits); ``threshold`` the threshold modes' commit threshold."""
+    (``sampler.policy``; 0 = plain threshold commits); ``threshold`` the threshold modes' commit threshold.
+    ``own``: the examples of a data file by family (``file_examples``), the first ``n`` of each decoded
+    instead of generated ones."""
     from .data import examples as family_examples
 
     families, modes = list(families), list(modes)
     gen = eval_generator(model, families=families, modes=modes, split=split, block_length=block_length,
-                         engine=engine, stutter_gap=stutter_gap, threshold=threshold)
+                         engine=engine, stutter_gap=stutter_gap, threshold=threshold, own=own)
     rows: list[Row] = []
     for fam in families:
-        exs = family_examples(fam, split, n, seed)
+        exs = family_examples(fam, split, n, seed) if own is None else own[fam][:n]
         for mode in modes:
             settings = dict(MODES[mode])
             constrained = settings.pop("constrained")
@@ -245,7 +261,8 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
             for ex in exs:
                 t0 = time.perf_counter()
                 try:
-                    r = gen.generate(ex.prompt, ex.spec, CANVAS[fam], strict=False, constrained=constrained,
+                    canvas = CANVAS[fam] if own is None else canvas_for(ex, gen)
+                    r = gen.generate(ex.prompt, ex.spec, canvas, strict=False, constrained=constrained,
                                      **settings)
                 except StructgenError as e:  # counted as invalid and wrong, never a crash of the run
                     s = Scored(fam, mode, ex.template, False, 0.0, False, 0, 0, 0, time.perf_counter() - t0,
@@ -259,6 +276,27 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
                     on_example(s)
             rows.append(_row(fam, mode, scored))
     return rows
+
+
+def file_examples(path, tools: Any = None, split: str = "heldout") -> dict[str, list]:
+    """The examples of a ``structgen train --data`` file (``from_file.load_file``) of ``split``: its
+    ``"split": "heldout"`` lines, or its training lines (``"train"``), by family in file order."""
+    from .data.base import check_split
+    from .data.from_file import load_file
+
+    check_split(split)
+    train, heldout = load_file(path, tools)
+    out: dict[str, list] = {}
+    for ex in heldout if split == "heldout" else train:
+        out.setdefault(ex.family, []).append(ex)
+    return out
+
+
+def canvas_for(example, gen) -> int:
+    """The canvas a line of a data file is decoded with: its family's (``CANVAS``; 64 for a regex), or when
+    its answer is longer, the answer's length in tokens and room for 16 more, rounded up to a multiple of 32."""
+    size, n = CANVAS.get(example.family, 64), len(gen.vocab.encode(example.target))
+    return size if n + 16 <= size else -(-(n + 16) // 32) * 32
 
 
 def _row(fam: str, mode: str, scored: list[Scored]) -> Row:
