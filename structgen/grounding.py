@@ -21,7 +21,8 @@ restricts the strings of a JSON Schema spec to what the request states:
   names ``fahrenheit``, "premium economy" ``premium_economy`` and not ``economy``) (``STATED_KEY``);
 * of a pair of direction fields (``origin``/``destination``, ``from_currency``/``to_currency``), each allows
   no stated value the request gives the other role ("based in Wien (VIE)" is an origin, "the CHF
-  equivalent" a target currency: ``structgen.roles``);
+  equivalent" a target currency: ``structgen.roles``); of a pair of home and away fields, each allows no
+  team, and no score, the request gives the other side ("Atlético 5-1 Ajax": ``structgen.sides``);
 * a free-text field whose name says it holds a proper name (``city``, ``homeTeam``, ``patient_name``,
   ``make``) is one of the request's capitalised names (``"Malmö FF"``, ``"Dr. Weber"``; never ``"the final"``
   or ``"2026"``) while it has any (``structgen.proper_names``), and one that holds a file path one of the

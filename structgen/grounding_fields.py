@@ -5,7 +5,8 @@
 * **defaults** — an optional property with a ``default`` whose value the request does not state may only be
   its default (``const``);
 * **roles** — each of a pair of direction fields allows no stated value of the other role
-  (``structgen.roles``);
+  (``structgen.roles``), and each of a pair of home and away fields (teams, scores) none of the other
+  side (``structgen.sides``);
 * **proper names and paths** — a free-text field whose name says it holds a proper name (``city``,
   ``homeTeam``, ``patient_name``, ``make``) is one of the request's capitalised names
   (``structgen.proper_names``), one that holds a file path (``path``) one of its paths
@@ -50,6 +51,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     from .named_numbers import split_by_name
     from .named_quotes import name_quotes
     from .roles import split_by_role
+    from .sides import split_by_side
     from .stated_booleans import stated_value
     from .stated_spans import KIND_KEY, spans_field
 
@@ -58,6 +60,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
              and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
     props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
+    props = split_by_side(props, source)
     props, naming, empty = split_by_name(props, source)
     said = {k: stated_value(k, source) for k, sub in props.items() if isinstance(k, str) and isinstance(sub, dict)
             and sub.get("type") == "boolean" and not {"const", "enum"} & set(sub)}

@@ -25,7 +25,7 @@ from typing import Any
 
 from .request_notes import note_currency
 
-__all__ = ["direction_pair", "value_roles", "split_by_role"]
+__all__ = ["direction_pair", "value_roles", "split_by_role", "role_before"]
 
 _FROM_FIELD = re.compile(r"(?:origin|source|src|from|departure)(?:_\w+)?|\w+_from", re.IGNORECASE)
 _TO_FIELD = re.compile(r"(?:destination|dest|target|to|arrival)(?:_\w+)?|\w+_to", re.IGNORECASE)
@@ -44,14 +44,15 @@ def direction_pair(properties: dict) -> tuple[str, str] | None:
     return (froms[0], tos[0]) if len(froms) == 1 and len(tos) == 1 else None
 
 
-def _role_before(source: str, start: int) -> str | None:
-    """The role the nearest cue words before ``start`` give, within its clause."""
+def role_before(source: str, start: int, cues: re.Pattern = _CUES) -> str | None:
+    """The role the nearest cue words before ``start`` give, within its clause (up to 40 characters back):
+    the name of the group of ``cues`` that matched ("from" or "to" for the direction cues)."""
     lo = max(0, start - 40)
     ends = [m.end() for m in _CLAUSE_END.finditer(source, lo, start)]
-    cues = list(_CUES.finditer(source, ends[-1] if ends else lo, start))
-    if not cues:
+    found = list(cues.finditer(source, ends[-1] if ends else lo, start))
+    if not found:
         return None
-    return "from" if cues[-1]["from"] else "to"
+    return next(k for k, v in found[-1].groupdict().items() if v is not None)
 
 
 def _places(value: str, source: str, notes: list[tuple[int, int, str]]) -> list[tuple[int, int, bool]]:
@@ -81,7 +82,7 @@ def value_roles(values: list[Any], source: str) -> dict[Any, str]:
             elif _AFTER_TO.match(source, end):
                 roles.add("to")
             else:
-                roles.add(_role_before(source, start))
+                roles.add(role_before(source, start))
         roles.discard(None)
         if len(roles) == 1:
             out[v] = roles.pop()
