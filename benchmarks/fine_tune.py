@@ -52,7 +52,8 @@ HELDOUT_PHRASES = (
     "Shipment status for {who}: {state}. Courier: {carrier}. Ref {code}. Weight {kg} kg.",
     "{code} / {carrier} / addressed to {who} / {kg} kilograms / {state}",
 )
-STATES = {True: ("delivered", "already delivered", "handed over"), False: ("in transit", "on its way", "not delivered yet")}
+STATES = {True: ("delivered", "already delivered", "handed over"),
+          False: ("in transit", "on its way", "not delivered yet")}
 
 
 def record(rng: random.Random, phrases) -> dict:
@@ -68,32 +69,17 @@ def record(rng: random.Random, phrases) -> dict:
                        "recipient": who}}
 
 
-def score_parcels(model, rows: list[dict], ground: bool = False) -> tuple[float, float, float]:
-    """(field accuracy, exact match, nfe per output token) of constrained decoding on ``rows`` (``ground``:
-    values taken from the request)."""
-    import structgen as sg
-    from structgen.train.evaluate import field_accuracy
-
-    gen, spec = sg.Generator(model, block_length=32, threshold=0.9), sg.JsonSchema(SCHEMA)
-    fields = exact = nfe = tokens = 0
-    with C.progress() as bar:
-        for row in bar.track(rows, description="parcels" + (" (grounded)" if ground else "")):
-            r = gen.generate(row["prompt"], spec, 96, strict=False, ground=ground)
-            acc = field_accuracy(json.loads(r.text) if r.valid else None, row["target"])
-            fields += acc
-            exact += acc == 1.0
-            nfe += r.nfe
-            tokens += max(1, len(model.tokenizer.encode(r.text, add_special_tokens=False)))
-    return fields / len(rows), exact / len(rows), nfe / tokens
-
-
-def score_tools(model, n: int) -> float:
-    """Exact match of grounded tool calls on ``n`` held-out examples of the built-in tools: the mode in which
-    the embedded model gets most of them right, so what fine-tuning costs shows."""
+def score(model, own: dict, tool_n: int) -> dict[str, tuple[float, float, float]]:
+    """``structgen eval --data``'s scores of ``own`` (the held-out lines by family) and of ``tool_n`` built-in
+    held-out tool calls: {mode: (field accuracy, exact match, nfe per output token)} for constrained and
+    grounded decoding of the parcels, and "tools": grounded tool calls, the mode in which the embedded model
+    gets most of them right, so what fine-tuning costs shows."""
     from structgen.train.evaluate import evaluate
 
-    rows = evaluate(model, families=("tool",), n=n, modes=("grounded",), split="heldout")
-    return rows[0].accuracy
+    rows = evaluate(model, families=("json",), n=len(own["json"]), modes=("constrained", "grounded"), own=own)
+    out = {r.mode: (r.accuracy, r.exact, r.nfe_per_token) for r in rows}
+    tools = evaluate(model, families=("tool",), n=tool_n, modes=("grounded",), split="heldout")[0]
+    return {**out, "tools": (tools.accuracy, tools.exact, tools.nfe_per_token)}
 
 
 def main() -> None:
@@ -111,39 +97,35 @@ def main() -> None:
     from structgen.train.config import TrainConfig
     from structgen.train.data import mixed_in
     from structgen.train.data.from_file import load_file
+    from structgen.train.evaluate import file_examples
     from structgen.train.trainer import TrainData, train
 
     rng = random.Random(args.seed)
     lines = [record(rng, TRAIN_PHRASES) for _ in range(args.rows)]
-    held = [record(rng, HELDOUT_PHRASES) for _ in range(args.heldout)]
-    base = sg.load_model()
-    before, before_g = score_parcels(base, held), score_parcels(base, held, ground=True)
-    tools_before = score_tools(base, args.tool_n)
+    lines += [{**record(rng, HELDOUT_PHRASES), "split": "heldout"} for _ in range(args.heldout)]
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "parcels.jsonl"
         data.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
         rows, heldout_rows = load_file(data)
+        own = file_examples(data)  # what `structgen eval --data parcels.jsonl` scores
+        before = score(sg.load_model(), own, args.tool_n)
         cfg = TrainConfig.fine_tune("default", steps=args.steps, minutes=None, seed=args.seed)
         train_rows = mixed_in(rows, args.mix, args.seed)  # what `structgen train --data F --mix N` trains on
         t0 = time.perf_counter()
         report = train(cfg, Path(tmp) / "tuned", progress=True, data=TrainData(train=train_rows, heldout=heldout_rows))
         seconds = time.perf_counter() - t0
-        tuned = sg.load_model(Path(tmp) / "tuned")
-        after, after_g = score_parcels(tuned, held), score_parcels(tuned, held, ground=True)
-        tools_after = score_tools(tuned, args.tool_n)
+        after = score(sg.load_model(Path(tmp) / "tuned"), own, args.tool_n)
     figures = {"rows": len(train_rows), "steps": report.steps, "train_seconds": round(seconds, 1),
                "peak_rss_mb": round(report.peak_rss_mb), "final_train_loss": report.final_train_loss,
-               "parcels_before": before, "parcels_after": after, "grounded_before": before_g,
-               "grounded_after": after_g,
-               "tools_before": tools_before, "tools_after": tools_after}
+               "before": before, "after": after}
     C.console.print(C.table(
         f"Fine-tuning the embedded model on a new schema ({len(train_rows)} rows, {report.steps} steps, "
         f"{seconds:.0f} s, peak {report.peak_rss_mb:.0f} MB)",
         ["model", "parcels: field accuracy", "exact", "nfe/token", "grounded: field accuracy", "exact",
          "nfe/token", "built-in tool calls (grounded): exact"],
-        [[name, f"{acc:.1%}", f"{ex:.1%}", f"{nfe:.3f}", f"{g_acc:.1%}", f"{g_ex:.1%}", f"{g_nfe:.3f}", f"{tools:.1%}"]
-         for name, (acc, ex, nfe), (g_acc, g_ex, g_nfe), tools in (
-             ("embedded (base)", before, before_g, tools_before), ("fine-tuned", after, after_g, tools_after))]))
+        [[name, *(f"{x:.1%}" if i < 2 else f"{x:.3f}" for mode in ("constrained", "grounded")
+                  for i, x in enumerate(scores[mode])), f"{scores['tools'][0]:.1%}"]
+         for name, scores in (("embedded (base)", before), ("fine-tuned", after))]))
     C.write_json(args.json and str(args.json), figures)
 
 

@@ -19,9 +19,14 @@ def _cells(r: Row) -> list[str]:
             f"{r.exact:.1%}", f"{r.nfe_per_token:.3f}", f"{r.forced_share:.1%}", f"{r.tokens_per_s:.1f}"]
 
 
+def _caption(rows: list[Row]) -> str:
+    """What the accuracy column measures, for each family of ``rows``."""
+    fams = dict.fromkeys(r.family for r in rows)
+    return "accuracy: " + "; ".join(f"{k} = {ACCURACY_NAME.get(k, 'accuracy')}" for k in fams)
+
+
 def rich_table(rows: list[Row], title: str) -> Table:
-    t = Table(title=title, caption="accuracy: " + "; ".join(f"{k} = {v}" for k, v in ACCURACY_NAME.items()),
-              caption_justify="left")
+    t = Table(title=title, caption=_caption(rows), caption_justify="left")
     for i, c in enumerate(COLUMNS):
         t.add_column(c, justify="left" if i < 2 else "right")
     for r in rows:
@@ -32,7 +37,7 @@ def rich_table(rows: list[Row], title: str) -> Table:
 def markdown(rows: list[Row], title: str) -> str:
     lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(_cells(r)) + " |" for r in rows]
-    lines += ["", "accuracy: " + "; ".join(f"{k} = {v}" for k, v in ACCURACY_NAME.items())]
+    lines += ["", _caption(rows)]
     return "\n".join(lines) + "\n"
 
 
