@@ -189,6 +189,10 @@ def eval_(
         if tools is not None and data is None:
             raise sg.ConfigError("--tools names the tools of --data's 'tool' lines; pass --data too")
         own = None if data is None else file_examples(data, tools, split)
+        if own == {}:
+            raise sg.ConfigError(f"{data} has no {split} lines to score; mark some with \"split\": \"heldout\" "
+                                 f"(they are then not trained on), or pass --split "
+                                 f"{'train' if split == 'heldout' else 'heldout'}")
         fams = fams or (list(own) if own is not None else ["json", "tool", "sql", "alert"])
         gen = load_generator(model, device)
         # every argument is checked before OUT is touched: a typo never empties an earlier run's examples
