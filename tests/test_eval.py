@@ -224,5 +224,6 @@ def test_cli_eval_of_a_data_file(tmp_path):
     assert bad.exit_code == 2 and "pass --data too" in bad.output
     only_train = tmp_path / "train.jsonl"
     only_train.write_text(path.read_text().splitlines()[0] + "\n")
-    bad = CliRunner().invoke(app, ["eval", "--model", "random", "--data", str(only_train), "--out", str(tmp_path / "z")])
+    bad = CliRunner().invoke(app, ["eval", "--model", "random", "--data", str(only_train),
+                                   "--out", str(tmp_path / "z")])
     assert bad.exit_code == 2 and "has no heldout lines to score" in bad.output and not (tmp_path / "z").exists()

@@ -65,13 +65,14 @@ def test_each_side_field_allows_no_team_of_the_other_side(tok4k, vocab):
     assert marked["home_goals"][EXCLUDE_KEY] == [1] and marked["away_goals"][EXCLUDE_KEY] == [5]
     g = Grounded(sg.JsonSchema(MATCH), text)
     c = compile_spec(g, vocab)
-    ok = '{"homeTeam": "Atlético", "visitors": "Ajax", "home_goals": 5, "away_goals": 1}'
-    for bad in ('{"homeTeam": "Ajax", "visitors": "Atlético", "home_goals": 5, "away_goals": 1}',
-                '{"homeTeam": "Atlético", "visitors": "Ajax", "home_goals": 1, "away_goals": 5}'):
-        assert not c.accepts(tok4k(bad, add_special_tokens=False)["input_ids"]), bad
-        assert run_validators(validators_for(g), bad), bad
-    assert c.accepts(tok4k(ok, add_special_tokens=False)["input_ids"])
-    assert run_validators(validators_for(g), ok) == []
+
+    def verdict(answer: str) -> tuple[bool, bool]:  # (the constraint allows it, the validators pass it)
+        ids = tok4k(answer, add_special_tokens=False)["input_ids"]
+        return c.accepts(ids), not run_validators(validators_for(g), answer)
+
+    assert verdict('{"homeTeam": "Atlético", "visitors": "Ajax", "home_goals": 5, "away_goals": 1}') == (True, True)
+    assert verdict('{"homeTeam": "Ajax", "visitors": "Atlético", "home_goals": 5, "away_goals": 1}') == (False, False)
+    assert verdict('{"homeTeam": "Atlético", "visitors": "Ajax", "home_goals": 1, "away_goals": 5}') == (False, False)
     # a request that gives no team a side leaves both fields as they were
     assert EXCLUDE_KEY not in ground_schema(MATCH, "Atlético and Ajax drew 1-1")["properties"]["homeTeam"]
 
