@@ -25,7 +25,7 @@ from typing import Any
 
 from .request_notes import note_currency
 
-__all__ = ["direction_pair", "value_roles", "split_by_role", "role_before"]
+__all__ = ["direction_pair", "value_roles", "split_by_role", "role_before", "rule_out"]
 
 _FROM_FIELD = re.compile(r"(?:origin|source|src|from|departure)(?:_\w+)?|\w+_from", re.IGNORECASE)
 _TO_FIELD = re.compile(r"(?:destination|dest|target|to|arrival)(?:_\w+)?|\w+_to", re.IGNORECASE)
@@ -92,7 +92,7 @@ def value_roles(values: list[Any], source: str) -> dict[Any, str]:
 def split_by_role(properties: dict, source: str) -> dict:
     """``properties`` (marked by ``ground_schema``) with each field of a direction pair no longer allowing the
     stated values of the other role (``EXCLUDE_KEY``), where it keeps a value to write; unchanged otherwise."""
-    from .grounding import EXCLUDE_KEY, STATED_KEY, stated_for
+    from .grounding import STATED_KEY, stated_for
 
     pair = direction_pair(properties)
     nodes = [properties.get(k) for k in pair or ()]
@@ -102,7 +102,15 @@ def split_by_role(properties: dict, source: str) -> dict:
     roles = value_roles(list(dict.fromkeys(v for vs in stated for v in vs if isinstance(v, str))), source)
     out = dict(properties)
     for key, node, values, other in zip(pair, nodes, stated, ("to", "from")):
-        barred = [v for v in values if roles.get(v) == other]
-        if barred and len(barred) < len(values):
-            out[key] = {**node, EXCLUDE_KEY: [*node.get(EXCLUDE_KEY, []), *barred]}
+        out[key] = rule_out(node, values, [v for v in values if roles.get(v) == other])
     return out
+
+
+def rule_out(node: dict, values: list, barred: list) -> dict:
+    """``node`` (a stated subschema that allows ``values``) no longer allowing ``barred`` (``EXCLUDE_KEY``),
+    where it keeps a value to write; ``node`` itself otherwise."""
+    from .grounding import EXCLUDE_KEY
+
+    if not barred or len(barred) >= len(values):
+        return node
+    return {**node, EXCLUDE_KEY: [*node.get(EXCLUDE_KEY, []), *barred]}

@@ -55,13 +55,14 @@ def side_pair(properties: dict, score: bool = False) -> tuple[str, str] | None:
 def name_sides(names: list[str], source: str) -> dict[str, str]:
     """The side ("home" or "away") of each of ``names`` that ``source`` states with one side only; of two
     names, when one has a side and the other none, the other takes the other side."""
+    from .proper_names import word_places
     from .roles import role_before
 
     # "vs." ends no clause: the same text, its abbreviations' dots made spaces (so every place stays where it is)
     plain = _ABBREVIATION.sub(lambda m: m[1] + " ", source)
     out: dict[str, str] = {}
     for name in names:
-        sides = {role_before(plain, m.start(), _SIDE_CUES) for m in _places(name, source)}
+        sides = {role_before(plain, a, _SIDE_CUES) for a, _ in word_places(name, source)}
         sides = {"away" if s == "score" else s for s in sides}
         if len(sides) == 1 and None not in sides:
             out[name] = sides.pop()
@@ -77,11 +78,13 @@ def score_sides(home: str, away: str, source: str) -> dict[float, str]:
     team its sentence names first, the second the other's; {} when a sentence with a score names not both
     teams or says "by" (the passive, "Ajax were beaten 3-1 by Benfica", names the loser first), the numbers
     are equal, or two scores disagree."""
+    from .proper_names import word_places
+
     out: dict[float, str] = {}
     for m in _SCORE.finditer(source):
         start = max((e.end() for e in _SENTENCE_END.finditer(source, 0, m.start())), default=0)
         end = next((e.start() for e in _SENTENCE_END.finditer(source, m.end())), len(source))
-        firsts = {side: next((p.start() for p in _places(name, source, start, end)), None)
+        firsts = {side: next((a for a, b in word_places(name, source) if start <= a and b <= end), None)
                   for side, name in (("home", home), ("away", away))}
         a, b = float(m[1]), float(m[2])
         if None in firsts.values() or a == b or _PASSIVE.search(source, start, end):
@@ -93,16 +96,12 @@ def score_sides(home: str, away: str, source: str) -> dict[float, str]:
     return out
 
 
-def _places(name: str, source: str, start: int = 0, end: int | None = None):
-    """The places ``source[start:end]`` writes ``name`` whole."""
-    return re.compile(rf"(?<!\w){re.escape(name)}(?!\w)").finditer(source, start, len(source) if end is None else end)
-
-
 def split_by_side(properties: dict, source: str) -> dict:
     """``properties`` (marked by ``ground_schema``, spans chosen) with each team field of a side pair no
     longer allowing the names of the other side, and each score field the other side's score
     (``EXCLUDE_KEY``), where it keeps a value to write; unchanged otherwise."""
-    from .grounding import EXCLUDE_KEY, STATED_KEY, stated_for
+    from .grounding import STATED_KEY, stated_for
+    from .roles import rule_out
     from .stated_spans import KIND_KEY
 
     pair = side_pair(properties)
@@ -114,13 +113,8 @@ def split_by_side(properties: dict, source: str) -> dict:
     names = list(dict.fromkeys(v for vs in stated for v in vs if isinstance(v, str)))
     sides = name_sides(names, source)
     out = dict(properties)
-
-    def bar(key: str, node: dict, values: list, barred: list) -> None:
-        if barred and len(barred) < len(values):
-            out[key] = {**node, EXCLUDE_KEY: [*node.get(EXCLUDE_KEY, []), *barred]}
-
     for key, node, values, other in zip(pair, nodes, stated, ("away", "home")):
-        bar(key, node, values, [v for v in values if sides.get(v) == other])
+        out[key] = rule_out(node, values, [v for v in values if sides.get(v) == other])
     teams = {side: [n for n in names if sides.get(n) == side] for side in ("home", "away")}
     scores = side_pair(properties, score=True)
     if scores is None or len(teams["home"]) != 1 or len(teams["away"]) != 1:
@@ -130,6 +124,6 @@ def split_by_side(properties: dict, source: str) -> dict:
         node = properties[key]
         if isinstance(node, dict) and STATED_KEY in node:
             values = stated_for(node, source)
-            bar(key, node, values, [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)
-                                    and numbers.get(float(v)) == other])
+            out[key] = rule_out(node, values, [v for v in values if isinstance(v, (int, float))
+                                               and not isinstance(v, bool) and numbers.get(float(v)) == other])
     return out
