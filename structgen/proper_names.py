@@ -21,8 +21,9 @@ name written with "Dr." where there is one, and another person's field (``patien
 pet's field (``patient``, ``pet_name``, ``full_name``) takes no name the request writes only right after
 "in" or "near" (``only_placed``: "the shelter in Praha" is a place), unless it writes no other; a team's
 field (``TEAM_WORDS``: ``homeTeam``, ``away``, ``visitors``) takes a name whole (``whole``: not "Malmö" of
-"Malmö FF 3-3 Brøndby", where a make takes "Volvo" of "Volvo XC60"). Where an e-mail address spells a
-name before its ``@`` (``addressed``: ``jose.weber@acme.test``), a person's field takes such a name and
+"Malmö FF 3-3 Brøndby", where a make takes "Volvo" of "Volvo XC60"), and an organisation's (``company``) no
+name written only as the start of a longer one (``only_opening``: not "Tanaka" of "Tanaka Seiki"). Where
+an e-mail address spells a name before its ``@`` (``addressed``: ``jose.weber@acme.test``), a person's field takes such a name and
 any other name field (``company``, ``organisation``) none, unless that leaves none ("José Weber | Head of
 Sales, Café Müller": no ``full_name`` "Café Müller", no ``company`` "José Weber").
 
@@ -73,6 +74,8 @@ PERSON_WORDS = frozenset("""patient person contact customer client buyer seller 
     applicant sender recipient addressee author owner driver player teacher instructor""".split())
 #: key words of a team's field: a team's name is written whole ("Malmö FF", never "Malmö" of it)
 TEAM_WORDS = frozenset("team home away visitors visiting opponent club hosts guests".split())
+#: key words of an organisation's field: it too takes a name whole ("Tanaka Seiki", never "Tanaka" of it)
+ORGANISATION_WORDS = frozenset("company organisation organization employer firm business agency".split())
 #: keys of a part of a name (``surname``, ``last_name``): those take the bare name ("Weber" of "Dr. Weber")
 NAME_PARTS = frozenset("surname first last given family middle maiden nick".split())
 #: words capitalised because they open a sentence (greetings, requests, sign-offs, headlines): no name
@@ -174,7 +177,8 @@ def _words(line: str) -> list[_Word | None]:
 def _heading(words: list, i: int, j: int) -> bool:
     """Whether words ``i..j`` are (in) a label or a heading that opens its clause, not a name: a label ends
     with ``:`` or ``=`` ("Attendance: 62,596", "Receptionist: Good morning", "FOR SALE: ..."), a heading
-    is a run of capitals before a separator ("BREAKING - A magnitude", "NEW THIS TERM >> ...")."""
+    is a run of capitals before a separator ("BREAKING - A magnitude", "NEW THIS TERM >> ..."); a label
+    right after another ("Extract the details: FOR SALE: ...") is one too."""
     def caps(k: int) -> bool:
         return 0 <= k < len(words) and words[k] is not None and words[k].core.isupper() and len(words[k].core) > 1
 
@@ -188,8 +192,8 @@ def _heading(words: list, i: int, j: int) -> bool:
     if labelled and end == len(words) - 1:
         return True  # a line that ends with ":" introduces what follows ("Turn this into JSON:")
     before = words[start - 1] if start > 0 else None
-    if before is not None and not (before.ends and (not labelled or before.sentence)):
-        return False  # a label opens a line or a sentence ("2025, Dublin: rainy" is a name)
+    if before is not None and not (before.ends and (not labelled or before.sentence or before.label)):
+        return False  # a label opens a line, a sentence or follows one ("2025, Dublin: rainy" is a name)
     return labelled or (end + 1 < len(words) and words[end + 1] is None
                         and all(caps(k) for k in range(start, end + 1)))
 
@@ -237,6 +241,8 @@ def names_for(key: str, source: str) -> list[str]:
         return doctors
     if words & TEAM_WORDS:
         names = [n for n in names if whole(n, names, source)] or names
+    elif words & ORGANISATION_WORDS:
+        names = [n for n in names if not only_opening(n, names, source)] or names
     if words & PERSON_WORDS or words & NAME_PARTS or "name" in words and words & NAME_QUALIFIERS:  # a person's
         names = [n for n in names if not only_placed(n, source)] or names
         names = [n for n in names if addressed(n, source)] or names
@@ -253,6 +259,13 @@ def whole(name: str, names: list[str], source: str) -> bool:
     longer = [word_places(n, source) for n in names if len(n) > len(name) and name in n]
     return any(not any(a <= x and y <= b for spans in longer for a, b in spans)
                for x, y in word_places(name, source))
+
+
+def only_opening(name: str, names: list[str], source: str) -> bool:
+    """Whether ``source`` writes ``name`` only as the first words of a longer one of ``names`` ("Tanaka" of
+    "Tanaka Seiki"; not "Globex" of "Firm Globex", where a label may stand before an organisation)."""
+    longer = [p for n in names if len(n) > len(name) and n.startswith(name + " ") for p in word_places(n, source)]
+    return all(any(x == a and y > b for x, y in longer) for a, b in word_places(name, source))
 
 
 def word_places(text: str, source: str) -> list[tuple[int, int]]:

@@ -141,7 +141,10 @@ def test_a_name_an_address_spells_is_a_person_s_and_no_company_s():
     assert addressed("Sara Yılmaz", "Sara Yılmaz, sara.yilmaz@x.org") and not addressed("Dr. Ana", "dr@x.org")
     assert addressed("José Weber", "José Weber, j.weber@x.org") and not addressed("Café Müller", "siobhan.muller@x")
     # no address, or one that spells no name: the fields keep every name
-    assert names_for("company", "José Weber, Café Müller") == names_for("full_name", "José Weber, Café Müller")
+    assert names_for("full_name", "José Weber, Café Müller") == ["José", "José Weber", "Weber", "Café", "Café Müller",
+                                                               "Müller"]
+    # (an organisation's field takes no name written only as the start of a longer one: no "Café" of it)
+    assert names_for("company", "José Weber, Café Müller") == ["José Weber", "Weber", "Café Müller", "Müller"]
     assert "José Weber" in names_for("company", "José Weber, Café Müller, info@x.test")
 
 
@@ -234,3 +237,19 @@ def test_a_path_field_is_a_stated_path_through_the_constraint(tok4k, vocab):
     (issue,) = run_validators(validators_for(Grounded(sg.JsonSchema(spec.tool("delete_file").schema), request)),
                               '{"path": "/tmp/dump.sql should"}')
     assert "'/tmp/dump.sql should' is not a path the request states (it states /tmp/dump.sql)" in issue.message
+
+
+def test_an_organisation_is_no_first_words_of_a_longer_name():
+    from structgen.proper_names import names_for, only_opening
+
+    block = "-- \nÁngel Souza | Project Manager\nTanaka Seiki\nM: angel@globex.example"
+    assert only_opening("Tanaka", ["Tanaka", "Tanaka Seiki"], block)
+    assert "Tanaka" not in names_for("company", block) and "Tanaka Seiki" in names_for("company", block)
+    # a label may stand before an organisation: its name stays
+    assert "Globex" in names_for("company", "Note: First name Kenji, Firm Globex, subject the move")
+
+
+def test_a_label_right_after_another_is_no_name():
+    from structgen.proper_names import proper_names
+
+    assert proper_names("Extract the details: FOR SALE: 2025 Renault Clio") == ("Renault", "Renault Clio", "Clio")
