@@ -6,7 +6,10 @@
   its default (``const``);
 * **roles** — each of a pair of direction fields allows no stated value of the other role
   (``structgen.roles``), and each of a pair of home and away fields (teams, scores) none of the other
-  side (``structgen.sides``);
+  side (``structgen.sides``), and each of a make and a model field none of the other's part of a name
+  ("Volvo XC60": ``structgen.make_and_model``);
+* **job titles** — a job field (``position``, a signature's ``title``) is one of the request's job titles
+  ("Head of Sales"), and a name field (``company``) holds none of them (``structgen.job_titles``);
 * **proper names and paths** — a free-text field whose name says it holds a proper name (``city``,
   ``homeTeam``, ``patient_name``, ``make``) is one of the request's capitalised names
   (``structgen.proper_names``), one that holds a file path (``path``) one of its paths
@@ -26,8 +29,10 @@
 * **stated booleans** — a boolean field whose word the request writes only after a negation is ``false``,
   one whose word it writes and never negates nor gives a value of its own is ``true``, and either is written
   ("not yet vaccinated": ``is_vaccinated``; "teaches it online": ``online``; ``structgen.stated_booleans``);
-* **stated phones** — an optional phone field of a request that states a phone number is written ("T: +45
-  381 51708": ``phone``; ``structgen.stated_phones``);
+* **stated phones and colours** — an optional phone field of a request that states a phone number is
+  written ("T: +45 381 51708": ``phone``; ``structgen.stated_phones``), and so is an optional colour field
+  of a request that names a colour ("in grey": ``colour``), which is left out where it names none
+  (``structgen.stated_colours``);
 * **named choices** — an optional ``enum`` property of which the request names a choice is written
   ("business class if possible": ``cabin`` is required, and ``business``);
 * **feasible branches** — of a union (``anyOf``/``oneOf``) of objects, such as a tool-call schema's tools, a
@@ -48,11 +53,14 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     """``out`` (the marked copy of object subschema ``node``) with the rules of the module docstring applied
     to its ``properties`` and ``required``."""
     from .grounding import GROUND_KEY, STATED_KEY, _default_only, _email_only, stated_for, unstated
+    from .job_titles import split_jobs
+    from .make_and_model import split_make_model
     from .named_numbers import split_by_name
     from .named_quotes import name_quotes
     from .roles import split_by_role
     from .sides import split_by_side
     from .stated_booleans import stated_value
+    from .stated_colours import uncoloured
     from .stated_spans import KIND_KEY, spans_field
 
     required = node.get("required") if isinstance(node.get("required"), list) else []
@@ -60,7 +68,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
              and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
     props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
-    props = split_by_side(props, source)
+    props = split_jobs(split_make_model(split_by_side(props, source), source), source)
     props, naming, empty = split_by_name(props, source)
     said = {k: stated_value(k, source) for k, sub in props.items() if isinstance(k, str) and isinstance(sub, dict)
             and sub.get("type") == "boolean" and not {"const", "enum"} & set(sub)}
@@ -68,13 +76,15 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     props = {k: {**sub, "const": said[k]} if k in said else sub for k, sub in props.items()}
     named = [k for k, sub in props.items() if k not in required and isinstance(sub, dict) and STATED_KEY in sub
              and "enum" in sub and stated_for(sub, source)]
-    phones = [k for k, sub in props.items() if isinstance(sub, dict) and sub.get(KIND_KEY) == "phone number"]
-    named += [k for k in [*naming, *said, *phones] if k not in required]
+    spans = [k for k, sub in props.items() if isinstance(sub, dict)
+             and sub.get(KIND_KEY) in ("phone number", "colour")]
+    named += [k for k in [*naming, *said, *spans] if k not in required]
     result = {**out, "properties": props}
     if named:
         result["required"] = [*(out.get("required") or []), *named]
     gone = [k for k, sub in node["properties"].items() if k not in required and isinstance(sub, dict)
-            and "default" not in sub and (k in empty or unstated(sub, source))]
+            and "default" not in sub and (k in empty or unstated(sub, source)
+                                          or uncoloured(k, out["properties"][k], source))]
     return _leave_out(result, gone) if gone else result
 
 
