@@ -4,7 +4,8 @@ An extraction schema with several number fields takes several numbers from one t
 them in the wrong fields ("magnitude 7.5 ... 66 km ... 24 injuries" written as ``magnitude: 24``).
 Grounding (``structgen.grounding_fields``) reads which field the text names each number as: the words of a
 field's name (``depth_km``: *depth*, *km*; ``maxStudents``: *max*, *students*; any case, plurals alike,
-compared on their first five letters) against the word right before the number (past "of", "a", "the",
+compared on their first five letters; a word of ``SYNONYMS`` as its synonyms: ``spectators`` is named by
+"fans") against the word right before the number (past "of", "a", "the",
 "is", "was", "at", "to", within its clause: not past ", ") and the first word after it. A number named by
 one field only, at each of its mentions, is that field's: the field then allows only the numbers it names,
 and every other number field excludes them (``EXCLUDE_KEY``).
@@ -56,9 +57,21 @@ def _name_parts(name: str) -> list[str]:
     return [w for w in re.split(r"[\s_\-.]+", spaced) if w]
 
 
+#: words that name the same count: a field named by one is named by the others ("in front of 5,355 fans" is
+#: the ``attendance``, "Attendance: 43,781" the ``spectators``)
+SYNONYMS = tuple(frozenset(stem(w) for w in group.split()) for group in (
+    "attendance attendees spectators crowd fans audience viewers",
+    "capacity places seats spots",
+    "injuries injured hurt wounded",
+    "deaths dead killed fatalities",
+    "employees staff headcount workers"))
+
+
 def name_words(name: str) -> set[str]:
-    """The stems of a field name's words: ``depthKm`` and ``depth_km`` give ``depth``, ``km``."""
-    return {stem(w) for w in _name_parts(name)}
+    """The stems of a field name's words and of their synonyms (``SYNONYMS``): ``depthKm`` and ``depth_km``
+    give ``depth``, ``km``; ``spectators`` gives *spect*, *atten*, *fan*..."""
+    stems = {stem(w) for w in _name_parts(name)}
+    return stems.union(*(group for group in SYNONYMS if group & stems))
 
 
 def _neighbours(source: str, start: int) -> tuple[list[str], list[str]]:

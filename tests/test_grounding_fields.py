@@ -157,6 +157,11 @@ def test_a_number_the_request_names_as_a_field_is_that_field_s(tok4k, vocab):
     assert named_numbers({"days": 0, "maxStudents": 0}, "over 6 weeks (max. 19 students)") == {
         42: "days", 19: "maxStudents"}
     assert named_numbers({"bedrooms": 0, "monthly_rent": 0}, "four bedrooms, 3,027.00 EUR/month") == {4: "bedrooms"}
+    # a synonym names a field too: the fans are the spectators, the attendance the spectators
+    match = {"home_score": 0, "away_score": 0, "spectators": 0}
+    assert named_numbers(match, "Ajax hosted Benfica; the final score was 5 to 3 in front of 72,026 fans.") == {
+        72026: "spectators"}
+    assert named_numbers(match, "Atlético 1-2 Brøndby (July 27, 2026). Attendance: 43,781.") == {43781: "spectators"}
     g = Grounded(sg.JsonSchema(QUAKE), NEWS)
     c = compile_spec(g, vocab)
     ok = '{"magnitude": 7.5, "depth_km": 66, "injuries": 24, "region": "Hanoi"}'
