@@ -10,9 +10,10 @@ letters, any case), less the ones that say nothing of what is stated (``is``, ``
 (``not``, ``no``, ``non``, ``never``, ``without``, "out of", "not yet", "isn't"), it states ``false``
 (``negated``); where it writes one, never after a negation nor before a value of its own (a label's ``:``,
 ``=``, ``;``, `` - ``, a table's tab, "is n", "yes", "false"...; "false (in stock)"), it states ``true``
-(``affirmed``). Either way the field becomes ``const`` and is written. A request that does neither leaves
-the field as the schema has it: "paid: no", "in stock: n" and a table's column are left to the model, and so
-is "in person" for ``online``.
+(``affirmed``). A request that writes none of them but a phrase that is their opposite (``OPPOSITES``: "in
+person" for ``online``, "on site" for ``remote``) states ``false``; one that writes both states nothing.
+Either way the field becomes ``const`` and is written. A request that does neither leaves the field as the
+schema has it: "paid: no", "in stock: n" and a table's column are left to the model.
 """
 
 from __future__ import annotations
@@ -42,11 +43,25 @@ def _places(key: str, source: str) -> list[re.Match]:
     return [m for m in _WORD.finditer(source) if stem(m.group(0)) in stems]
 
 
+#: phrases that state a field's word false without naming it ("teaches it in person": ``online`` false)
+OPPOSITES = {"onlin": re.compile(r"\b(?:in[\s-]person|on[\s-]?site|offline|face[\s-]to[\s-]face)\b", re.IGNORECASE),
+             "remot": re.compile(r"\b(?:on[\s-]?site|in[\s-]office|in\s+the\s+office)\b", re.IGNORECASE)}
+
+
+def _opposed(key: str, source: str) -> bool:
+    """Whether ``source`` writes a phrase of ``OPPOSITES`` for one of the field's words."""
+    from .named_numbers import name_words
+
+    return any(OPPOSITES[s].search(source) for s in name_words(key) & set(OPPOSITES))
+
+
 def stated_value(key: str, source: str) -> bool | None:
-    """``False`` where ``source`` negates the boolean property ``key``, ``True`` where it affirms it, None where
-    it does neither (module doc)."""
+    """``False`` where ``source`` negates the boolean property ``key`` or writes only its opposite
+    (``OPPOSITES``), ``True`` where it affirms it, None where it does neither (module doc)."""
     places = _places(key, source)
     if not places:
+        return False if _opposed(key, source) else None
+    if _opposed(key, source):
         return None
     after_negation = [bool(_NEGATION.search(source[max(0, m.start() - 24):m.start()])) for m in places]
     if all(after_negation):

@@ -27,7 +27,9 @@ PET = {"type": "object", "properties": {"name": {"type": "string"}, "is_vaccinat
     ("isVaccinated", "fully vaccinated, not yet neutered", False),
     ("breakfast", "(breakfast included)", False),
     ("is_paid", "paid: no", False),  # a label's answer is left to the model
-    ("online", "teaches it in person", False),  # nothing said of it
+    ("online", "teaches it in person", True),  # its opposite, and the word not written
+    ("works_remotely", "Office on-site in Porto", True),
+    ("online", "online or in person, as you like", False),  # both: nothing said of it
     ("is_vaccinated", "not vaccinated yet? She is vaccinated now.", False),  # once without a negation
     ("inStock", "Volt 500 e-bike - $1780.04 - out of stock - beige", True),
     ("in_stock", "guitar, 709 EUR, not in stock", True),
@@ -40,7 +42,7 @@ def test_a_boolean_is_false_when_the_request_writes_its_word_only_after_a_negati
     ("online", "Ana Sharma teaches it online over 14 weeks", True),
     ("isVaccinated", "fully vaccinated, not yet neutered", True),
     ("breakfast_included", "9 nights (breakfast included)", True),
-    ("online", "teaches it in person", False),  # nothing said of it
+    ("online", "teaches it in person", False),  # its opposite
     ("is_paid", "paid: no", False), ("remote", "Works remotely - yes", False),  # a label's answer: the model's
     ("remote", "Remote\tState\nn\topen", False), ("in_stock", "The in stock is n.", False),
     ("in_stock", "Enabled - true. false (in stock). With age 21.", False),
