@@ -16,8 +16,9 @@ whose request writes at least one job title gets:
 * a bare ``name`` field, otherwise free text, as a person's name (``structgen.proper_names``, as
   ``full_name``);
 * each other field that is a choice of the request's proper names (``company``, ``sender``, ``full_name``)
-  no name the request writes only inside a job title (no ``company`` "Sales"), where it keeps one to write
-  (``EXCLUDE_KEY``).
+  no name the request writes only inside a job title, the shortest where one title starts another (no
+  ``company`` "Sales"; "Société Lumière" of "Head of Sales Société Lumière" stays), where it keeps one to
+  write (``EXCLUDE_KEY``).
 
 A request that writes no job title leaves every field as it was. The words are English ones.
 """
@@ -120,11 +121,12 @@ def split_jobs(properties: dict, source: str) -> dict:
     out = dict(properties)
     rest = {k: v for k, v in node.items() if k not in (GROUND_KEY, STATED_KEY, SPANS_KEY, KIND_KEY)}
     out[key] = {**rest, STATED_KEY: source, SPANS_KEY: jobs, KIND_KEY: "job title"}
+    shortest = [j for j in jobs if not any(k != j and j.startswith(k + " ") for k in jobs)]  # not "Head of Sales X"
     for other, sub in properties.items():
         if isinstance(other, str) and key_words(other) == ["name"] and isinstance(sub, dict) and GROUND_KEY in sub:
             sub = spans_field("full_name", sub, source) or sub  # beside a job, a bare name is a person's
             out[other] = sub
         if other != key and isinstance(sub, dict) and STATED_KEY in sub and sub.get(KIND_KEY) == "name":
             values = [v for v in stated_for(sub, source) if isinstance(v, str)]
-            out[other] = rule_out(sub, values, [v for v in values if _inside(v, jobs, source)])
+            out[other] = rule_out(sub, values, [v for v in values if _inside(v, shortest, source)])
     return out
