@@ -10,9 +10,10 @@
   ("Volvo XC60": ``structgen.make_and_model``);
 * **job titles** — a job field (``position``, a signature's ``title``) is one of the request's job titles
   ("Head of Sales"), and a name field (``company``) holds none of them (``structgen.job_titles``);
-* **proper names and paths** — a free-text field whose name says it holds a proper name (``city``,
-  ``homeTeam``, ``patient_name``, ``make``) is one of the request's capitalised names
-  (``structgen.proper_names``), one that holds a file path (``path``) one of its paths
+* **proper names, titles and paths** — a free-text field whose name says it holds a proper name (``city``,
+  ``homeTeam``, ``patient_name``, ``make``; a bare ``name`` where the request introduces one) is one of the
+  request's capitalised names (``structgen.proper_names``), one that holds a work's title (``course``) one of
+  its title-case phrases (``structgen.titles``), one that holds a file path (``path``) one of its paths
   (``structgen.stated_paths``): ``structgen.stated_spans``;
 * **named quotes** — a free-text field the request names a quoted span as is that span
   (``structgen.named_quotes``);

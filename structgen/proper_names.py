@@ -15,17 +15,22 @@ greeting, request or heading (``STARTER_WORDS``: ``Meet``, ``Call``, ``Thanks``,
 which is a bare number (``Benfica 0-4``), an address or a path (``@``, ``/``, ``\\``), that is no date
 word alone (``July``, ``Aug``), no label or heading (``Attendance:``, ``FOR SALE:``, ``NEW THIS TERM >>``), no
 currency code of an amount (``EUR``) and longer than one letter (the ``M`` of ``M: ana@...``). A title's
-period stays (``Dr. Weber``); a person's field takes the name with the title the request writes it with
-(``Dr. Weber``, not ``Weber``; a part of a name, ``surname``, takes the bare one), a doctor's field a
-name written with "Dr." where there is one, and another person's field (``patient``) none. A person's or a
-pet's field (``patient``, ``pet_name``, ``full_name``) takes no name the request writes only right after
-"in" or "near" (``only_placed``: "the shelter in Praha" is a place), unless it writes no other; a team's
-field (``TEAM_WORDS``: ``homeTeam``, ``away``, ``visitors``) takes a name whole (``whole``: not "Malmö" of
-"Malmö FF 3-3 Brøndby", where a make takes "Volvo" of "Volvo XC60"), and an organisation's (``company``) no
-name written only as the start of a longer one (``only_opening``: not "Tanaka" of "Tanaka Seiki"). Where
-an e-mail address spells a name before its ``@`` (``addressed``: ``jose.weber@acme.test``), a person's field takes such a name and
-any other name field (``company``, ``organisation``) none, unless that leaves none ("José Weber | Head of
-Sales, Café Müller": no ``full_name`` "Café Müller", no ``company`` "José Weber").
+period stays (``Dr. Weber``); a person's field takes the name with the title the request writes it with (``Dr.
+Weber``, not ``Weber``; a part of a name, ``surname``, takes the bare one), a doctor's field a name written
+with "Dr." where there is one, and another person's field (``patient``) none. A person's or a pet's field
+(``patient``, ``pet_name``, ``full_name``) takes no name the request writes only right after "in", "near" or
+"at" (``only_placed``: "the shelter in Praha" is a place), unless it writes no other; a field of a name of its
+own (``full_name``, ``pet_name``, a bare ``name``, not a part of one: ``introduced_for``) takes a name the
+request introduces ("I'm Milo", "Meet Kira!", "this is Ana Park") where it introduces one, and a person's
+field (not a part of a name) no name written only as the first or the last words of a longer one
+(``only_opening``; a surname, ``only_closing``: not "Jonas" nor "García" of "Jonas García teaches it"); a
+team's field (``TEAM_WORDS``: ``homeTeam``, ``away``, ``visitors``) takes a name whole (``whole``: not "Malmö"
+of "Malmö FF 3-3 Brøndby", where a make takes "Volvo" of "Volvo XC60"), and an organisation's (``company``) no
+name written only as the start of a longer one (``only_opening``: not "Tanaka" of "Tanaka Seiki"). Where an
+e-mail address spells a name before its ``@`` (``addressed``: ``jose.weber@acme.test``), a person's field
+takes such a name and any other name field (``company``, ``organisation``, ``city``) none, nor a name the
+request introduces, unless that leaves none ("José Weber | Head of Sales, Café Müller": no ``full_name`` "Café
+Müller", no ``company`` "José Weber").
 
 ``ground_schema`` makes such a field a choice of those names (``structgen.stated_spans``: the validators, the
 constraint and the repeat pass read them as the stated values they are: ``"home": "Malmö FF", "away":
@@ -41,7 +46,8 @@ import functools
 import re
 from typing import NamedTuple
 
-__all__ = ["addressed", "holds_name", "proper_names", "names_for", "word_places", "MAX_NAME_WORDS"]
+__all__ = ["addressed", "holds_name", "introduced_for", "proper_names", "names_for", "word_places",
+           "MAX_NAME_WORDS"]
 
 #: the most words of a proper name
 MAX_NAME_WORDS = 5
@@ -199,9 +205,9 @@ def _heading(words: list, i: int, j: int) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def proper_names(source: str) -> tuple[str, ...]:
+def proper_names(source: str, particles: frozenset = PARTICLES) -> tuple[str, ...]:
     """The proper names of ``source`` (module doc), in order of first appearance: each run of capitalised
-    words and inner particles, every sub-run that starts and ends at a capitalised word included, except
+    words and inner ``particles``, every sub-run that starts and ends at a capitalised word included, except
     a label or heading (``_heading``)."""
     from .constraints.quote_automaton import FUNCTION_WORDS
 
@@ -221,7 +227,7 @@ def proper_names(source: str) -> tuple[str, ...]:
                     if not (all(x in ABBREVIATIONS for x in lowered) or all(x in CALENDAR_WORDS for x in lowered)
                             or w.end - first.start < 2 or _heading(words, i, j)):
                         out.append(line[first.start:w.end])  # (no "Dr.", "July", "Aug", "M" of "M: ...")
-                elif not (j > i and w.core.lower() in PARTICLES):
+                elif not (j > i and w.core.lower() in particles):
                     break
                 if w.ends:
                     break
@@ -245,9 +251,14 @@ def names_for(key: str, source: str) -> list[str]:
         names = [n for n in names if not only_opening(n, names, source)] or names
     if words & PERSON_WORDS or words & NAME_PARTS or "name" in words and words & NAME_QUALIFIERS:  # a person's
         names = [n for n in names if not only_placed(n, source)] or names
+        if "name" in words and words & NAME_QUALIFIERS and not words & NAME_PARTS:  # one the request introduces
+            names = [n for n in names if introduced(n, source)] or names
         names = [n for n in names if addressed(n, source)] or names
-    else:  # a company's, a place's, a team's: no name an address spells
-        names = [n for n in names if not addressed(n, source)] or names
+        if not words & NAME_PARTS:  # a person's name whole: not "Jonas" nor "García" of "Jonas García teaches"
+            names = [n for n in names if not only_opening(n, names, source) and not only_closing(n, names, source)] \
+                or names
+    else:  # a company's, a place's, a team's: no name an address spells or the request introduces
+        names = [n for n in names if not addressed(n, source) and not introduced(n, source)] or names
     if words & PERSON_WORDS:
         return [n for n in names if not _DOCTOR.match(n) and not only_titled(n, source, _DOCTOR_TITLE)]
     return names
@@ -266,6 +277,21 @@ def only_opening(name: str, names: list[str], source: str) -> bool:
     "Tanaka Seiki"; not "Globex" of "Firm Globex", where a label may stand before an organisation)."""
     longer = [p for n in names if len(n) > len(name) and n.startswith(name + " ") for p in word_places(n, source)]
     return all(any(x == a and y > b for x, y in longer) for a, b in word_places(name, source))
+
+
+def only_closing(name: str, names: list[str], source: str) -> bool:
+    """Whether ``source`` writes the one word ``name`` only as the last of a name of two of ``names`` that
+    reads as one person's (no digit, no role word first): a surname, "García" of "Jonas García", but not
+    "Sharma" of "Student Sharma". A longer run is left alone: "Buenos Aires Hugo Ivanova" may end with a
+    person's whole name."""
+    def one_person(n: str) -> bool:
+        return not any(c.isdigit() for c in n) and not set(key_words(n.split()[0])) & (PERSON_WORDS | NAME_WORDS)
+
+    if len(name.split()) != 1:
+        return False
+    longer = [(x, y) for n in names if len(n.split()) == 2 and n.endswith(" " + name) and one_person(n)
+              for x, y in word_places(n, source) if "\t" not in source[x:y]]
+    return all(any(y == b and x < a for x, y in longer) for a, b in word_places(name, source))
 
 
 def word_places(text: str, source: str) -> list[tuple[int, int]]:
@@ -298,14 +324,31 @@ def addressed(name: str, source: str) -> bool:
     return False
 
 
-_PLACE_CUE = re.compile(r"(?<!\w)(?:in|near)\s+(?:(?:our|the)\s+)?$", re.IGNORECASE)
+_PLACE_CUE = re.compile(r"(?<!\w)(?:in|near|at)\s+(?:(?:our|the)\s+)?$", re.IGNORECASE)
 
 
 def only_placed(name: str, source: str) -> bool:
-    """Whether ``source`` writes ``name`` only right after "in" or "near" (past "our", "the"): a place ("the
-    shelter in Praha"), never a person's or a pet's name."""
+    """Whether ``source`` writes ``name`` only right after "in", "near" or "at" (past "our", "the"): a place
+    ("the shelter in Praha", "at our Tokyo shelter"), never a person's or a pet's name."""
     at = [a for a, _ in word_places(name, source)]
     return bool(at) and all(_PLACE_CUE.search(source[max(0, a - 12):a]) for a in at)
+
+
+_INTRO_CUE = re.compile(r"(?<!\w)(?:I['\u2019]m|I\s+am|meet|this\s+is|named|called)\s+$", re.IGNORECASE)
+
+
+def introduced(name: str, source: str) -> bool:
+    """Whether ``source`` introduces ``name`` somewhere: right after "I'm", "I am", "meet", "this is",
+    "named" or "called" (not "Family name is Martín": a label's value)."""
+    return any(_INTRO_CUE.search(source[max(0, a - 16):a]) for a, _ in word_places(name, source))
+
+
+def introduced_for(key: str, source: str) -> list[str]:
+    """The proper names ``source`` introduces (``introduced``), for a bare ``name`` field (otherwise free
+    text: a product's name too), or ``[]``."""
+    if key_words(key) != ["name"] if isinstance(key, str) else True:
+        return []
+    return [n for n in proper_names(source) if introduced(n, source)]
 
 
 def only_titled(name: str, source: str, title: re.Pattern | None = None) -> bool:

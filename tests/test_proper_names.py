@@ -125,7 +125,8 @@ def test_a_person_s_or_a_pet_s_field_takes_no_name_written_only_as_a_place():
     from structgen.proper_names import names_for
 
     ad = "Adopt me: I'm Oskar, a female cat, 10 years young. Find me at the shelter in Praha."
-    assert names_for("petName", ad) == ["Oskar"] and names_for("shelterCity", ad) == ["Oskar", "Praha"]
+    assert names_for("petName", ad) == ["Oskar"]
+    assert names_for("shelterCity", ad) == ["Praha"]  # (and a place's field no name the request introduces)
     assert names_for("full_name", "Ana moved to Praha; Praha is home now.") == ["Ana", "Praha"]  # also a subject
     assert names_for("pet_name", "A cat found in Praha.") == ["Praha"]  # no other name: left as it is
 
@@ -135,14 +136,13 @@ def test_a_name_an_address_spells_is_a_person_s_and_no_company_s():
 
     block = "Best regards,\nJosé Weber\nHead of Sales, Café Müller\njose.weber@acme.test"
     assert addressed("José Weber", block) and addressed("Weber", block) and not addressed("Café Müller", block)
-    assert names_for("full_name", block) == ["José", "José Weber", "Weber"]
+    assert names_for("full_name", block) == ["José Weber"]  # (whole: no "José", no "Weber")
     assert "José Weber" not in names_for("company", block) and "Café Müller" in names_for("company", block)
     assert names_for("surname", block) == ["José", "José Weber", "Weber"]  # a part of a person's name
     assert addressed("Sara Yılmaz", "Sara Yılmaz, sara.yilmaz@x.org") and not addressed("Dr. Ana", "dr@x.org")
     assert addressed("José Weber", "José Weber, j.weber@x.org") and not addressed("Café Müller", "siobhan.muller@x")
-    # no address, or one that spells no name: the fields keep every name
-    assert names_for("full_name", "José Weber, Café Müller") == ["José", "José Weber", "Weber", "Café", "Café Müller",
-                                                               "Müller"]
+    # no address, or one that spells no name: the fields keep every whole name
+    assert names_for("full_name", "José Weber, Café Müller") == ["José Weber", "Café Müller"]
     # (an organisation's field takes no name written only as the start of a longer one: no "Café" of it)
     assert names_for("company", "José Weber, Café Müller") == ["José Weber", "Weber", "Café Müller", "Müller"]
     assert "José Weber" in names_for("company", "José Weber, Café Müller, info@x.test")
@@ -253,3 +253,26 @@ def test_a_label_right_after_another_is_no_name():
     from structgen.proper_names import proper_names
 
     assert proper_names("Extract the details: FOR SALE: 2025 Renault Clio") == ("Renault", "Renault Clio", "Clio")
+
+
+def test_a_name_of_its_own_is_one_the_request_introduces():
+    from structgen.proper_names import introduced_for, names_for
+
+    text = "Adopt me: I'm Milo, a female rabbit. Find me at the shelter in Milano."
+    assert introduced_for("name", text) == ["Milo"] and introduced_for("product_name", text) == []
+    assert names_for("pet_name", "Meet Nala! Waiting for a home at our Düsseldorf shelter.") == ["Nala"]
+    assert names_for("shelter_city", text) == ["Milano"]  # a place's field takes no name the request introduces
+    # a part of a name is no introduced one ("I'm Ana Lopez" introduces no last name "Ana"), nor a label's value
+    assert names_for("last_name", "Hi, I'm Ana Lopez from Porto") == ["Ana", "Ana Lopez", "Lopez", "Porto"]
+    assert introduced_for("name", "Family name is Martín. With name Olga Haddad.") == []
+
+
+def test_a_person_s_field_takes_a_name_whole():
+    from structgen.proper_names import names_for
+
+    qa = "Q: When does Conversational Spanish begin?\nA: On 2027-11-24. Maria Rossi teaches it in person"
+    assert names_for("instructor", qa) == ["Conversational Spanish", "Maria Rossi"]  # no "Maria", no "Rossi"
+    assert names_for("first_name", qa)[:3] == ["Conversational", "Conversational Spanish", "Spanish"]  # a part
+    # a role word or a code before a name makes no longer name of it
+    assert "Łukasz Sharma" in names_for("student", "Student Łukasz Sharma (ID 20219204) scored 71 in Art!")
+    assert "Inès Yılmaz" in names_for("recipient", "Your parcel JD566969830 Inès Yılmaz is in transit")
