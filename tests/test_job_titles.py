@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 
 import structgen as sg
-from structgen.constraints import compile as compile_spec
-from structgen.grounding import EXCLUDE_KEY, STATED_KEY, Grounded, ground_schema
+from grounded_checks import gold_answers_pass, verdicts
+from structgen.grounding import EXCLUDE_KEY, STATED_KEY, ground_schema
 from structgen.job_titles import job_field, job_title, job_titles
 from structgen.stated_spans import SPANS_KEY
-from structgen.validators import run_validators, validators_for
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -52,13 +51,7 @@ def test_the_job_field_takes_a_job_title_and_the_company_none(tok4k, vocab):
     text = "-- \nDana Ivanova | CTO | Nordwind GmbH\nM: dana.ivanova@mail.example.net"
     marked = ground_schema(CARD, text)["properties"]
     assert marked["title"][STATED_KEY] == text and marked["title"][SPANS_KEY] == ["CTO"]
-    g = Grounded(sg.JsonSchema(CARD), text)
-    c = compile_spec(g, vocab)
-
-    def verdict(answer: str) -> tuple[bool, bool]:  # (the constraint allows it, the validators pass it)
-        ids = tok4k(answer, add_special_tokens=False)["input_ids"]
-        return c.accepts(ids), not run_validators(validators_for(g), answer)
-
+    verdict = verdicts(tok4k, vocab, sg.JsonSchema(CARD), text)
     good = '{"full_name": "Dana Ivanova", "title": "CTO", "company": "Nordwind GmbH"}'
     assert verdict(good) == (True, True)
     assert verdict(good.replace('"CTO"', '"Nordwind GmbH"')) == (False, False)
@@ -76,12 +69,4 @@ def test_a_request_with_no_job_title_leaves_the_fields_as_they_were():
 
 
 def test_gold_answers_with_a_job_field_stay_allowed():
-    from structgen.train.data import examples
-
-    seen = 0
-    for split in ("train", "heldout"):
-        for ex in examples("json", split, 600, 0):
-            if isinstance(ex.spec, sg.JsonSchema) and job_field(ex.spec.schema.get("properties", {})):
-                seen += 1
-                assert run_validators(validators_for(Grounded(ex.spec, ex.prompt)), ex.target) == [], ex.prompt
-    assert seen > 20
+    assert gold_answers_pass(job_field) > 20

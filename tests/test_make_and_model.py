@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 import structgen as sg
-from structgen.constraints import compile as compile_spec
-from structgen.grounding import EXCLUDE_KEY, Grounded, ground_schema
+from grounded_checks import gold_answers_pass, verdicts
+from structgen.grounding import EXCLUDE_KEY, ground_schema
 from structgen.make_and_model import make_model_pair
-from structgen.validators import run_validators, validators_for
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -41,26 +40,11 @@ def test_a_name_written_on_its_own_stays_allowed_in_both_fields():
 
 
 def test_the_swap_is_neither_written_nor_passed(tok4k, vocab):
-    text = "Selling my Citroën C3 (2009) - hybrid - only 174,000 km on the clock."
-    g = Grounded(sg.JsonSchema(CAR), text)
-    c = compile_spec(g, vocab)
-
-    def verdict(answer: str) -> tuple[bool, bool]:  # (the constraint allows it, the validators pass it)
-        ids = tok4k(answer, add_special_tokens=False)["input_ids"]
-        return c.accepts(ids), not run_validators(validators_for(g), answer)
-
+    verdict = verdicts(tok4k, vocab, sg.JsonSchema(CAR), "Selling my Citroën C3 (2009) - hybrid - 174,000 km.")
     assert verdict('{"brand": "Citroën", "model": "C3", "model_year": 2009}') == (True, True)
     assert verdict('{"brand": "C3", "model": "Citroën", "model_year": 2009}') == (False, False)
     assert verdict('{"brand": "Citroën C3", "model": "C3", "model_year": 2009}') == (False, False)
 
 
 def test_gold_answers_with_a_make_and_a_model_stay_allowed():
-    from structgen.train.data import examples
-
-    seen = 0
-    for split in ("train", "heldout"):
-        for ex in examples("json", split, 600, 0):
-            if isinstance(ex.spec, sg.JsonSchema) and make_model_pair(ex.spec.schema.get("properties", {})):
-                seen += 1
-                assert run_validators(validators_for(Grounded(ex.spec, ex.prompt)), ex.target) == [], ex.prompt
-    assert seen > 20
+    assert gold_answers_pass(make_model_pair) > 20

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 
 import structgen as sg
-from structgen.constraints import compile as compile_spec
-from structgen.grounding import Grounded, ground_schema
+from grounded_checks import gold_answers_pass, verdicts
+from structgen.grounding import ground_schema
 from structgen.stated_colours import holds_colour, stated_colours
 from structgen.stated_spans import SPANS_KEY
-from structgen.validators import run_validators, validators_for
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -39,13 +38,7 @@ def test_an_optional_colour_is_written_as_stated(tok4k, vocab):
     text = "Selling my bike in navy, 250 EUR"
     marked = ground_schema(AD, text)
     assert marked["properties"]["colour"][SPANS_KEY] == ["navy"] and "colour" in marked["required"]
-    g = Grounded(sg.JsonSchema(AD), text)
-    c = compile_spec(g, vocab)
-
-    def verdict(answer: str) -> tuple[bool, bool]:  # (the constraint allows it, the validators pass it)
-        ids = tok4k(answer, add_special_tokens=False)["input_ids"]
-        return c.accepts(ids), not run_validators(validators_for(g), answer)
-
+    verdict = verdicts(tok4k, vocab, sg.JsonSchema(AD), text)
     assert verdict('{"price": 250, "colour": "navy"}') == (True, True)
     assert verdict('{"price": 250, "colour": "EUR"}') == (False, False)
     assert verdict('{"price": 250}')[0] is False  # written, since the request names it
@@ -59,13 +52,4 @@ def test_an_optional_colour_the_request_does_not_name_is_left_out():
 
 
 def test_gold_answers_with_a_colour_field_stay_allowed():
-    from structgen.train.data import examples
-
-    seen = 0
-    for split in ("train", "heldout"):
-        for ex in examples("json", split, 600, 0):
-            keys = ex.spec.schema.get("properties", {}) if isinstance(ex.spec, sg.JsonSchema) else {}
-            if any(holds_colour(k) for k in keys):
-                seen += 1
-                assert run_validators(validators_for(Grounded(ex.spec, ex.prompt)), ex.target) == [], ex.prompt
-    assert seen > 20
+    assert gold_answers_pass(lambda properties: any(holds_colour(k) for k in properties)) > 20

@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 
 import structgen as sg
-from structgen.constraints import compile as compile_spec
-from structgen.grounding import Grounded, ground_schema
+from grounded_checks import gold_answers_pass, verdicts
+from structgen.grounding import ground_schema
 from structgen.stated_spans import SPANS_KEY
 from structgen.titles import holds_title, titles
-from structgen.validators import run_validators, validators_for
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -45,13 +44,7 @@ def test_the_titles_a_request_writes(text, found):
 def test_the_title_is_written_from_the_titles_and_never_as_the_teacher(tok4k, vocab):
     text = "NEW THIS TERM >> Conversational Spanish with Liam Lopez. Starts January 7, 2026."
     assert ground_schema(COURSE, text)["properties"]["course_title"][SPANS_KEY] == ["Conversational Spanish"]
-    g = Grounded(sg.JsonSchema(COURSE), text)
-    c = compile_spec(g, vocab)
-
-    def verdict(answer: str) -> tuple[bool, bool]:  # (the constraint allows it, the validators pass it)
-        ids = tok4k(answer, add_special_tokens=False)["input_ids"]
-        return c.accepts(ids), not run_validators(validators_for(g), answer)
-
+    verdict = verdicts(tok4k, vocab, sg.JsonSchema(COURSE), text)
     assert verdict('{"course_title": "Conversational Spanish", "teacher": "Liam Lopez"}') == (True, True)
     assert verdict('{"course_title": "Liam Lopez", "teacher": "Liam Lopez"}') == (False, False)
     assert verdict('{"course_title": "Spanish", "teacher": "Liam Lopez"}') == (False, False)  # whole
@@ -62,13 +55,4 @@ def test_a_request_with_no_title_case_phrase_leaves_the_title_free_text():
 
 
 def test_gold_answers_with_a_title_field_stay_allowed():
-    from structgen.train.data import examples
-
-    seen = 0
-    for split in ("train", "heldout"):
-        for ex in examples("json", split, 600, 0):
-            keys = ex.spec.schema.get("properties", {}) if isinstance(ex.spec, sg.JsonSchema) else {}
-            if any(holds_title(k) for k in keys):
-                seen += 1
-                assert run_validators(validators_for(Grounded(ex.spec, ex.prompt)), ex.target) == [], ex.prompt
-    assert seen > 20
+    assert gold_answers_pass(lambda properties: any(holds_title(k) for k in properties)) > 20
