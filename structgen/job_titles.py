@@ -40,7 +40,7 @@ JOB_WORDS = frozenset("""manager director officer engineer designer developer pr
     executive supervisor representative strategist recruiter technician intern secretary clerk nurse teacher
     lecturer professor dean attorney lawyer counsel paralegal principal chair chairman chairwoman chairperson
     treasurer owner buyer planner producer marketer salesperson controller auditor inspector surveyor
-    pharmacist therapist physician surgeon dentist librarian officer ceo cto cfo coo cio cmo cpo cso ciso
+    pharmacist therapist physician surgeon dentist librarian ceo cto cfo coo cio cmo cpo cso ciso
     vp svp evp avp md gm""".split())
 #: key words of a job field; ``title`` and ``role`` count only beside a person's or an organisation's field
 JOB_KEYS = frozenset("job position occupation designation profession".split())

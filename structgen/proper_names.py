@@ -80,7 +80,7 @@ PERSON_WORDS = frozenset("""patient person contact customer client buyer seller 
     applicant sender recipient addressee author owner driver player teacher instructor""".split())
 #: key words of a team's field: a team's name is written whole ("Malmö FF", never "Malmö" of it)
 TEAM_WORDS = frozenset("team home away visitors visiting opponent club hosts guests".split())
-#: key words of an organisation's field: it too takes a name whole ("Tanaka Seiki", never "Tanaka" of it)
+#: key words of an organisation's field: it takes no first words of a longer name ("Tanaka" of "Tanaka Seiki")
 ORGANISATION_WORDS = frozenset("company organisation organization employer firm business agency".split())
 #: keys of a part of a name (``surname``, ``last_name``): those take the bare name ("Weber" of "Dr. Weber")
 NAME_PARTS = frozenset("surname first last given family middle maiden nick".split())
@@ -276,7 +276,8 @@ def only_opening(name: str, names: list[str], source: str) -> bool:
     """Whether ``source`` writes ``name`` only as the first words of a longer one of ``names`` ("Tanaka" of
     "Tanaka Seiki"; not "Globex" of "Firm Globex", where a label may stand before an organisation)."""
     longer = [p for n in names if len(n) > len(name) and n.startswith(name + " ") for p in word_places(n, source)]
-    return all(any(x == a and y > b for x, y in longer) for a, b in word_places(name, source))
+    places = word_places(name, source)
+    return bool(places) and all(any(x == a and y > b for x, y in longer) for a, b in places)
 
 
 def only_closing(name: str, names: list[str], source: str) -> bool:
@@ -291,7 +292,8 @@ def only_closing(name: str, names: list[str], source: str) -> bool:
         return False
     longer = [(x, y) for n in names if len(n.split()) == 2 and n.endswith(" " + name) and one_person(n)
               for x, y in word_places(n, source) if "\t" not in source[x:y]]
-    return all(any(y == b and x < a for x, y in longer) for a, b in word_places(name, source))
+    places = word_places(name, source)
+    return bool(places) and all(any(y == b and x < a for x, y in longer) for a, b in places)
 
 
 def word_places(text: str, source: str) -> list[tuple[int, int]]:
@@ -346,7 +348,7 @@ def introduced(name: str, source: str) -> bool:
 def introduced_for(key: str, source: str) -> list[str]:
     """The proper names ``source`` introduces (``introduced``), for a bare ``name`` field (otherwise free
     text: a product's name too), or ``[]``."""
-    if key_words(key) != ["name"] if isinstance(key, str) else True:
+    if not isinstance(key, str) or key_words(key) != ["name"]:
         return []
     return [n for n in proper_names(source) if introduced(n, source)]
 

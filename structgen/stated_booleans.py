@@ -44,8 +44,10 @@ def _places(key: str, source: str) -> list[re.Match]:
 
 
 #: phrases that state a field's word false without naming it ("teaches it in person": ``online`` false)
-OPPOSITES = {"onlin": re.compile(r"\b(?:in[\s-]person|on[\s-]?site|offline|face[\s-]to[\s-]face)\b", re.IGNORECASE),
-             "remot": re.compile(r"\b(?:on[\s-]?site|in[\s-]office|in\s+the\s+office)\b", re.IGNORECASE)}
+OPPOSITES = {
+    "onlin": re.compile(r"\b(?:in[\s-]person|on[\s-]?site|offline|face[\s-]to[\s-]face)\b", re.IGNORECASE),
+    "remot": re.compile(r"\b(?:on[\s-]?site|in[\s-]office|in\s+the\s+office)\b", re.IGNORECASE),
+}
 
 
 def _opposed(key: str, source: str) -> bool:

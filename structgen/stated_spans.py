@@ -1,10 +1,11 @@
-"""Fields that are one of the request's spans of a kind: a proper name, a file path, a phone number or a colour.
+"""Fields that are one of the request's spans of a kind: a proper name, a title, a path, a phone or a colour.
 
 A grounded free-text string may be any part of the request made of whole words
 (``constraints.quote_automaton``). Where the field's own name says which kind of value it holds, the part is
 one of that kind the request states: a proper name (``structgen.proper_names``: ``city``, ``homeTeam``,
-``make``, ``patient_name``; a bare ``name`` where the request introduces one: "I'm Milo"), a file path
-(``structgen.stated_paths``: ``path``, ``filename``) or a phone number (``structgen.stated_phones``:
+``make``, ``patient_name``; a bare ``name`` where the request introduces one: "I'm Milo"), a work's title
+(``structgen.titles``: ``course``, ``book_title``), a file path
+(``structgen.stated_paths``: ``path``, ``filename``), a phone number (``structgen.stated_phones``:
 ``phone``, ``direct_line``) or a colour (``structgen.stated_colours``: ``colour``). ``spans_field`` turns such
 a field into a stated choice: ``STATED_KEY`` in place of ``GROUND_KEY``, the spans listed under ``SPANS_KEY``
 and their kind under ``KIND_KEY``; ``grounding.stated_for`` returns the spans, so the constraint writes one of
