@@ -1,33 +1,25 @@
 """Resolving a parsed SELECT against a database schema, the way SQLite does: the half of the SQL
 validators that needs sqlglot.
 
-- :class:`SchemaIndex` (one per schema, via :func:`index_for`) holds the tables by lower-case name (views
-  too, read from the file when it is there) and an in-memory SQLite copy of the schema whose ``EXPLAIN``
-  confirms an issue before it is reported.
 - :class:`Resolver` walks one statement parsed by sqlglot (dialect ``sqlite``) and resolves every table
   and column: joins (``USING``/``NATURAL`` included), table aliases, derived tables, CTEs, subqueries in
   any clause, correlated references to outer queries, ``*``/``t.*``, output aliases (visible in
   ``WHERE``/``GROUP BY``/``HAVING``/``ORDER BY``/``ON`` after the sources, first in a bare ``ORDER BY``
   name), compound ``ORDER BY`` terms and column numbers. Each problem is an :class:`~.base.Issue` whose
-  span is the offending identifier.
+  span is the offending identifier, confirmed by the schema's ``EXPLAIN`` (:mod:`.sql_schema_index`)
+  before it is reported. It is one walker over one statement, so it stays one class.
 - :func:`load_sqlglot` imports sqlglot, or says how to install it.
 """
 
 from __future__ import annotations
 
 import functools
-import re
-import sqlite3
-import threading
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from .base import Issue, Span, tail_span
 from .sql_lex import Token, find_name
-
-if TYPE_CHECKING:  # structgen.sql imports the spec, which imports these validators: import lazily at run time
-    from structgen.sql.schema import DbSchema
+from .sql_schema_index import SchemaIndex, index_for
 
 __all__ = ["SchemaIndex", "index_for", "load_sqlglot", "Resolver"]
 
@@ -35,97 +27,6 @@ _ROWID = frozenset({"rowid", "oid", "_rowid_"})
 _MASTER = ("type", "name", "tbl_name", "rootpage", "sql")
 _MASTER_NAMES = frozenset({"sqlite_master", "sqlite_schema", "sqlite_temp_master", "sqlite_temp_schema"})
 _EPONYMOUS = frozenset({"json_each", "json_tree", "generate_series"})
-_WITHOUT_ROWID = re.compile(r"\)\s*(?:STRICT\s*,\s*)?WITHOUT\s+ROWID\b[^)]*$", re.I)
-
-# --------------------------------------------------------------------------------------------- schema
-
-
-@dataclass(frozen=True)
-class _Table:
-    name: str
-    columns: tuple[str, ...]  # lower-case
-    shown: tuple[str, ...]  # as declared
-    rowid: bool
-
-
-class SchemaIndex:
-    """What the columns validator needs from a schema, built once per schema: tables by lower-case name
-    (views too, read from the file when it is there) and an in-memory SQLite copy of the schema for
-    ``EXPLAIN`` (names resolve exactly as in the real file; no rows, no file access)."""
-
-    def __init__(self, schema: "DbSchema"):
-        self.tables: dict[str, _Table] = {}
-        for t in schema.tables:
-            rowid = not _WITHOUT_ROWID.search(t.create_sql or "")
-            self.tables[t.name.lower()] = _Table(
-                t.name, tuple(c.name.lower() for c in t.columns), tuple(c.name for c in t.columns), rowid)
-        self.table_list = ", ".join(t.name for t in schema.tables)
-        self.lock = threading.Lock()
-        self.shadow = sqlite3.connect(":memory:", check_same_thread=False)
-        for t in schema.tables:
-            try:
-                self.shadow.execute(t.create_sql)
-            except sqlite3.Error:  # a table SQLite itself cannot re-create (a virtual table): confirm nothing
-                pass
-        for name, sql, cols in _views(schema.path):
-            try:
-                self.shadow.execute(sql)
-            except sqlite3.Error:
-                pass
-            self.tables.setdefault(name.lower(), _Table(name, tuple(c.lower() for c in cols), tuple(cols), False))
-        from structgen.sql.run import ReadOnlyAuthorizer
-
-        self.shadow.set_authorizer(ReadOnlyAuthorizer())  # it only ever prepares reads
-
-    def explain_ok(self, sql: str) -> bool:
-        """Whether SQLite prepares ``sql`` against the schema without an error."""
-        with self.lock:
-            try:
-                self.shadow.execute("EXPLAIN " + sql).close()
-                return True
-            except Exception:
-                return False
-
-
-def _views(path: Path | None) -> list[tuple[str, str, list[str]]]:
-    """The database's views (name, CREATE VIEW, columns); ``DbSchema`` leaves them out. Empty when the file
-    is not readable."""
-    if path is None or not Path(path).is_file():
-        return []
-    try:
-        from structgen.sql.schema import connect_readonly
-
-        conn = connect_readonly(path)
-    except Exception:
-        return []
-    try:
-        out = []
-        for name, sql in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'").fetchall():
-            cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name.replace(chr(34), chr(34) * 2)}")')]
-            out.append((name, sql, cols))
-        return out
-    except sqlite3.Error:
-        return []
-    finally:
-        conn.close()
-
-
-_INDEX: dict[tuple, SchemaIndex] = {}
-_INDEX_LOCK = threading.Lock()
-
-
-def index_for(schema: "DbSchema") -> SchemaIndex:
-    key = (str(schema.path), schema.digest, tuple((t.name, t.create_sql) for t in schema.tables))
-    with _INDEX_LOCK:
-        idx = _INDEX.get(key)
-        if idx is None:
-            idx = _INDEX[key] = SchemaIndex(schema)
-            while len(_INDEX) > 32:
-                _INDEX.pop(next(iter(_INDEX)))
-        return idx
-
-
-# --------------------------------------------------------------------------------------------- resolution
 
 
 @functools.lru_cache(maxsize=1)
