@@ -62,6 +62,14 @@ def tail_span(text: str, offset: int) -> Span | None:
     return (start, n)
 
 
+def spans_overlap(a: Span | None, b: Span | None) -> bool:
+    """Whether two issue spans share a character (an empty span counts as its first character; a missing
+    span, the whole text, overlaps everything)."""
+    if a is None or b is None:
+        return True
+    return a[0] < max(b[1], b[0] + 1) and b[0] < max(a[1], a[0] + 1)
+
+
 def run_validators(validators: Iterable[Validator], text: str) -> list[Issue]:
     """Run every validator over ``text`` and return all issues, in validator order (empty: valid)."""
     issues: list[Issue] = []

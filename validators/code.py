@@ -13,16 +13,12 @@ constructs tree-sitter-sql wrongly flags, with :data:`SQLITE_REWRITES` and :data
 and the check that no word SQLite reserves, :data:`SQLITE_RESERVED`, stands where a name goes); its public
 names are re-exported here.
 
-**Python** (``tree-sitter-python``): tree-sitter locates the errors, but its grammar accepts text that
-Python rejects (any inconsistent indentation, Python 2 ``print x``, ``a +* b``), and the running
-interpreter's own parser (``compile``, AST only) is at hand, so it is the referee: the text is valid
-exactly when it compiles; its error is added when tree-sitter found nothing overlapping it, and
-tree-sitter's issues are dropped when the text compiles (syntax newer than tree-sitter's grammar).
+**Python** (``tree-sitter-python``): tree-sitter locates the errors and CPython's own parser is the
+referee (:mod:`.code_python`).
 """
 
 from __future__ import annotations
 
-import ast
 import bisect
 import importlib
 import re
@@ -34,6 +30,7 @@ from typing import Any
 from structgen.errors import SpecError
 
 from .base import Issue, Span, tail_span
+from .code_python import _python_extra
 from .code_sqlite import (  # code_sqlite imports this module's helpers only when first used
     SQL_KNOWN_FALSE_POSITIVES,
     SQLITE_KEYWORDS,
@@ -393,69 +390,6 @@ class CodeSyntaxValidator:
         return issues
 
 
-def _overlaps(a: Span | None, b: Span | None) -> bool:
-    if a is None or b is None:
-        return True
-    return a[0] < max(b[1], b[0] + 1) and b[0] < max(a[1], a[0] + 1)
-
-
-# -- Python: CPython's own parser is the referee ---------------------------------------------------------
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-
-
-def _line_starts(text: str) -> list[int]:
-    return [0] + [m.end() for m in _NEWLINE.finditer(text)]
-
-
-def _python_extra(text: str, issues: list[Issue], who: str, **_) -> list[Issue]:
-    try:
-        compile(text, "<code>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        return []
-    except SyntaxError as e:
-        own = _syntax_error_issue(text, e, who)
-    except (ValueError, UnicodeError) as e:  # null bytes; lone surrogates
-        pos = getattr(e, "start", None) if isinstance(e, UnicodeError) else text.find("\x00")
-        span = (pos, pos + 1) if isinstance(pos, int) and 0 <= pos < len(text) else None
-        own = Issue(f"Python cannot read this text: {e}", span, type(e).__name__, who)
-    except (RecursionError, MemoryError) as e:
-        own = Issue(f"Python's parser gave up: the code is nested too deeply ({type(e).__name__})", None,
-                    type(e).__name__, who)
-    if any(_overlaps(own.span, i.span) for i in issues):
-        return issues
-    return sorted([*issues, own], key=lambda i: i.span[0] if i.span else -1)
-
-
-def _syntax_error_issue(text: str, e: SyntaxError, who: str) -> Issue:
-    starts = _line_starts(text)
-    n = len(text)
-    lineno = e.lineno or 1
-    if lineno > len(starts):
-        span = tail_span(text, n)
-        return Issue(f"{e.msg} (at the end of the text)", span, type(e).__name__, who)
-    line_start = starts[lineno - 1]
-    line_end = starts[lineno] if lineno < len(starts) else n
-    line_end_stripped = line_start + len(text[line_start:line_end].rstrip("\r\n"))
-    col = max(1, e.offset or 1)
-    start = min(line_start + col - 1, n)
-    if isinstance(e, IndentationError):
-        # the whole line: its indentation and its first tokens are what must change
-        span: Span | None = (line_start, max(line_end_stripped, line_start + 1))
-    else:
-        end = None
-        if e.end_lineno and e.end_offset and e.end_offset > 0 and e.end_lineno <= len(starts):
-            end = starts[e.end_lineno - 1] + e.end_offset - 1
-        if end is None or end <= start:
-            end = start + 1
-        span = (start, min(end, n)) if start < n else tail_span(text, n)
-    if span is not None and span[0] >= span[1]:
-        span = tail_span(text, n)
-    if isinstance(e, IndentationError):
-        line_text = text[line_start:line_end_stripped]
-        start = line_start + len(line_text) - len(line_text.lstrip())
-    msg = f"line {lineno} column {start - line_start + 1}: {e.msg}"
-    return Issue(msg, span, type(e).__name__, who)
-
-
-# -- the built-in languages (SQL: see code_sqlite.py) ---------------------------------------------------
+# -- the built-in languages (SQL: see code_sqlite.py; Python: code_python.py) ---------------------------------------------------
 _register(LanguageEntry("sql", "tree_sitter_sql", "tree-sitter-sql", rewrite=sqlite_rewrite, extra=_sql_extra))
 _register(LanguageEntry("python", "tree_sitter_python", "tree-sitter-python", extra=_python_extra))

@@ -412,7 +412,8 @@ def _sql_extra(text: str, issues: list[Issue], who: str, *, tree, offsets: _Offs
     """Add an issue for each reserved word that tree-sitter-sql took for a name (``SELECT FROM t``)."""
     import tree_sitter
 
-    from .code import _line_col, _overlaps
+    from .base import spans_overlap
+    from .code import _line_col
 
     captures = tree_sitter.QueryCursor(_identifier_query(tree.language)).captures(tree.root_node)
     found = []
@@ -430,7 +431,7 @@ def _sql_extra(text: str, issues: list[Issue], who: str, *, tree, offsets: _Offs
         while op_start > 0 and parsed[op_start - 1] in _OPERATOR_CHARS and k - op_start < 2:
             op_start -= 1
         span = (op_start if op_start < k else start, end)
-        if any(_overlaps(span, i.span) for i in issues):
+        if any(spans_overlap(span, i.span) for i in issues):
             continue
         word = text[start:end]
         line, col = _line_col(text, start)
