@@ -113,11 +113,14 @@ def test_sql_ground_writes_only_stated_literals(shop_db):
     from structgen.sql.grounded import StatedLiteralsValidator, stated_literals
     from structgen.sql.schema import DbSchema
 
-    for seed in ("0", "1", "2"):
-        r = runner.invoke(app, _sql_args(shop_db, "--ground", "--seed", seed))
-        assert r.exit_code == 0, r.output
-        text = r.stdout.strip().splitlines()[0]
-        assert StatedLiteralsValidator(stated_literals(QUESTION, DbSchema.read(shop_db)))(text) == [], text
+    # one run: --seed only moves sampling, and greedy decoding of --model random writes the same query for
+    # every seed (three seeds here were three identical runs of 30 s); the grounded property itself is
+    # driven through many random-logit runs in tests/test_sql_grounded.py
+    r = runner.invoke(app, _sql_args(shop_db, "--ground"))
+    assert r.exit_code == 0, r.output
+    text = r.stdout.strip().splitlines()[0]
+    assert "'" in text, text  # the query writes string literals, so the check below reads something
+    assert StatedLiteralsValidator(stated_literals(QUESTION, DbSchema.read(shop_db)))(text) == [], text
 
 
 def test_sql_missing_database_exits_2(tmp_path):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -27,6 +28,26 @@ MAX_CELLS = 40_000_000  # Q * C
 
 _VOCAB_CACHE: "weakref.WeakKeyDictionary[TokenVocab, object]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
+
+
+_LOOKUP_MAX = 4_000_000  # outlines-core numbers its states in steps of 128: 20,000 states reach 2.6 million
+
+
+def _edges(trans: dict, raw_states: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every transition of ``trans`` (``{state: {token: state}}`` in outlines-core's state ids) as three flat
+    arrays: its source state, its token and its target state, each state numbered by its place in the
+    sorted ``raw_states``. Read in C through ``np.fromiter`` (millions of transitions for a large vocabulary)."""
+    lens = np.fromiter((len(tr) for tr in trans.values()), dtype=np.int64, count=len(trans))
+    total = int(lens.sum())
+    raw_src = np.fromiter(trans.keys(), dtype=np.int64, count=len(trans))
+    toks = np.fromiter(chain.from_iterable(trans.values()), dtype=np.int64, count=total)  # each dict's tokens
+    raw_nxt = np.fromiter(chain.from_iterable(tr.values() for tr in trans.values()), dtype=np.int64, count=total)
+    order = np.asarray(raw_states, dtype=np.int64)
+    if len(order) and 0 <= order[0] and order[-1] < _LOOKUP_MAX:  # ids of up to a few millions: a lookup table
+        dense = np.zeros(int(order[-1]) + 1, dtype=np.int32)
+        dense[order] = np.arange(len(order), dtype=np.int32)
+        return np.repeat(dense[raw_src].astype(np.int64), lens), toks, dense[raw_nxt].astype(np.int64)
+    return np.repeat(np.searchsorted(order, raw_src), lens), toks, np.searchsorted(order, raw_nxt)
 
 
 SENTINEL = "\U0010FFFD"  # a private-use character closing the regex (see TokenDFA.from_regex)
@@ -148,26 +169,19 @@ class TokenDFA:
         n = len(raw_states)
         end, dead = n, n + 1
         Q = n + 2
-        # 128-bit signature of each token's column, accumulated state by state (no loop over tokens)
+        src, toks, nxt = _edges(trans, raw_states)
+        keep = (toks != eos) & (toks < V)
+        src, toks, nxt = src[keep], toks[keep], nxt[keep]
+        # 128-bit signature of each token's column, summed over its transitions (no loop over tokens or states)
         rng = np.random.default_rng(1234)
         r1 = rng.integers(1, 2**63 - 1, size=Q, dtype=np.uint64) | np.uint64(1)
         r2 = rng.integers(1, 2**63 - 1, size=Q, dtype=np.uint64) | np.uint64(1)
         h1 = np.zeros(V, dtype=np.uint64)
         h2 = np.zeros(V, dtype=np.uint64)
-        rows: list[tuple[int, np.ndarray, np.ndarray]] = []
         with np.errstate(over="ignore"):
-            for s, tr in trans.items():
-                if not tr:
-                    continue
-                toks = np.fromiter(tr.keys(), dtype=np.int64, count=len(tr))
-                nxt = np.fromiter((sid[x] for x in tr.values()), dtype=np.int64, count=len(tr))
-                keep = (toks != eos) & (toks < V)
-                toks, nxt = toks[keep], nxt[keep]
-                q = sid[s]
-                rows.append((q, toks, nxt))
-                val = (nxt.astype(np.uint64) + np.uint64(1))
-                h1[toks] += val * r1[q]
-                h2[toks] += val * r2[q] ^ r1[(q + 7) % Q]
+            val = nxt.astype(np.uint64) + np.uint64(1)
+            np.add.at(h1, toks, val * r1[src])
+            np.add.at(h2, toks, val * r2[src] ^ r1[(src + 7) % Q])
         special = vocab.special.copy()
         special[eos] = False
         # classes: EOS alone; all special tokens together (always dead); the rest by signature
@@ -181,8 +195,7 @@ class TokenDFA:
             raise AutomatonUnsupported(f"{Q} states x {C} token classes is too large a table")
         class_size = np.bincount(class_of, minlength=C).astype(np.int64)
         nxt_tbl = np.full((Q, C), dead, dtype=np.int64)
-        for q, toks, nxt in rows:
-            nxt_tbl[q, class_of[toks]] = nxt
+        nxt_tbl[src, class_of[toks]] = nxt  # the tokens of one class share their column: any one writes it
         accept = np.zeros(Q, dtype=bool)
         for f in finals:
             accept[sid[f]] = True
