@@ -11,7 +11,8 @@ one field only, at each of its mentions, is that field's: the field then allows 
 and every other number field excludes them (``EXCLUDE_KEY``).
 A number named by two fields, or by none at one of its mentions, stays open to all of them. A field that
 names a number is written (``split_by_name`` returns it: "Attendance: 46,711" states the optional
-``attendance``).
+``attendance``, and "party of seven" the ``passengers`` of a flight search), also when it is the object's
+only number field, which stays open to every stated number ("3 out of 5 stars" is one rating).
 
 A duration's converted value ("11 weeks" states 77 days, "two hours" 120 minutes:
 ``stated_numbers.converted_numbers``) is named by its unit: it is the value of a field whose name says that
@@ -64,7 +65,8 @@ SYNONYMS = tuple(frozenset(stem(w) for w in group.split()) for group in (
     "capacity places seats spots",
     "injuries injured hurt wounded",
     "deaths dead killed fatalities",
-    "employees staff headcount workers"))
+    "employees staff headcount workers",
+    "passengers travellers travelers party"))
 
 
 def name_words(name: str) -> set[str]:
@@ -132,15 +134,17 @@ def split_by_name(properties: dict, source: str) -> tuple[dict, list[str], list[
                and STATED_KEY in n and _number_only(n)}
     if not numeric:
         return properties, [], []
-    owner = named_numbers(numeric, source) if len(numeric) > 1 else {}  # "3 out of 5 stars": one field is open
+    owner = named_numbers(numeric, source)
+    several = len(numeric) > 1  # "3 out of 5 stars": a field alone stays open to every number
     converted = converted_numbers(source)
     out, named, empty = dict(properties), [], []
     for key, node in numeric.items():
         values = stated_for(node, source)
         words = name_words(key)
         own = [v for v in values if owner.get(v) == key]
-        if own:  # the numbers it names, and no other
+        if own:  # written ("party of seven" states the passengers)
             named.append(key)
+        if own and several:  # the numbers it names, and no other
             barred = [v for v in values if v not in own]
         else:  # any but those another field names, and no duration in a unit it does not hold
             barred = [v for v in values if owner.get(v) not in (None, key)

@@ -172,6 +172,25 @@ def test_a_number_the_request_names_as_a_field_is_that_field_s(tok4k, vocab):
         assert run_validators(validators_for(g), bad), bad
 
 
+PARTY = "Flying out of Chicago (ORD) on 2026-03-14, heading to Tokyo (HND) for 5 nights, party of seven."
+
+
+def test_the_only_number_field_is_written_when_the_request_names_its_number(tok4k, vocab):
+    # "party of seven" names the passengers: the optional field is written, and stays open to every stated
+    # number (a field alone is not narrowed to the number it names)
+    g = ground_schema(FLIGHTS, PARTY)
+    assert "passengers" in g["required"] and stated_for(g["properties"]["passengers"], PARTY) == [5, 7]
+    c = compile_spec(Grounded(sg.JsonSchema(FLIGHTS), PARTY), vocab)
+    for ok in ('{"origin": "ORD", "destination": "HND", "passengers": 7}',
+               '{"origin": "ORD", "destination": "HND", "passengers": 5}'):
+        assert c.accepts(tok4k(ok, add_special_tokens=False)["input_ids"]), ok
+    bad = '{"origin": "ORD", "destination": "HND"}'
+    assert not c.accepts(tok4k(bad, add_special_tokens=False)["input_ids"])
+    # named by no word of the field: the optional field may be left out
+    text = PARTY.replace("party of seven", "7 of us")
+    assert "passengers" not in (ground_schema(FLIGHTS, text).get("required") or [])
+
+
 COURSE = {"type": "object", "properties": {"course": {"type": "string"},
                                            "weeks": {"type": "integer", "minimum": 1, "maximum": 52},
                                            "capacity": {"type": "integer", "minimum": 1, "maximum": 500}},
