@@ -187,3 +187,18 @@ def test_recursive_schema_goes_to_the_grammar_engine(tok4k):
     c = sg.compile(sg.JsonSchema(tree), tok4k)
     assert c.engine == "grammar"
     assert c.accepts(tok4k.encode('{"v": 1, "kids": [{"v": 2, "kids": [{"v": 3}]}]}', add_special_tokens=False))
+
+
+def test_token_dfa_reads_outlines_transitions_into_flat_arrays(vocab):
+    """``token_dfa._edges`` numbers outlines-core's state ids (steps of 128, or any ids) by their sorted place,
+    and a transition into a state outlines-core does not list is an error, not a silent state 0."""
+    from structgen.constraints.json_regex import AutomatonUnsupported
+    from structgen.constraints.token_dfa import TokenDFA, _edges
+
+    trans = {128: {5: 256, 6: 384}, 256: {7: 128}, 384: {}}
+    for states in ([128, 256, 384], [128, 256, 384, 10**8]):  # a lookup table, then a search
+        src, toks, nxt = _edges(trans, states)
+        assert src.tolist() == [0, 0, 1] and toks.tolist() == [5, 6, 7] and nxt.tolist() == [1, 2, 0]
+    assert _edges({128: {5: 999}}, [128])[2].tolist() == [-1]
+    with pytest.raises(AutomatonUnsupported, match="does not list"):
+        TokenDFA.from_transitions({128: {5: 999}}, 128, [128], vocab)

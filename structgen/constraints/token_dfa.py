@@ -36,7 +36,8 @@ _LOOKUP_MAX = 4_000_000  # outlines-core numbers its states in steps of 128: 20,
 def _edges(trans: dict, raw_states: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every transition of ``trans`` (``{state: {token: state}}`` in outlines-core's state ids) as three flat
     arrays: its source state, its token and its target state, each state numbered by its place in the
-    sorted ``raw_states``. Read in C through ``np.fromiter`` (millions of transitions for a large vocabulary)."""
+    sorted ``raw_states`` (-1 for a target it does not hold). Read in C through ``np.fromiter`` (millions of
+    transitions for a large vocabulary)."""
     lens = np.fromiter((len(tr) for tr in trans.values()), dtype=np.int64, count=len(trans))
     total = int(lens.sum())
     raw_src = np.fromiter(trans.keys(), dtype=np.int64, count=len(trans))
@@ -44,10 +45,14 @@ def _edges(trans: dict, raw_states: list[int]) -> tuple[np.ndarray, np.ndarray, 
     raw_nxt = np.fromiter(chain.from_iterable(tr.values() for tr in trans.values()), dtype=np.int64, count=total)
     order = np.asarray(raw_states, dtype=np.int64)
     if len(order) and 0 <= order[0] and order[-1] < _LOOKUP_MAX:  # ids of up to a few millions: a lookup table
-        dense = np.zeros(int(order[-1]) + 1, dtype=np.int32)
+        dense = np.full(int(order[-1]) + 1, -1, dtype=np.int32)
         dense[order] = np.arange(len(order), dtype=np.int32)
-        return np.repeat(dense[raw_src].astype(np.int64), lens), toks, dense[raw_nxt].astype(np.int64)
-    return np.repeat(np.searchsorted(order, raw_src), lens), toks, np.searchsorted(order, raw_nxt)
+        known = (raw_nxt >= 0) & (raw_nxt < len(dense))
+        nxt = np.where(known, dense[np.where(known, raw_nxt, 0)], -1).astype(np.int64)
+        return np.repeat(dense[raw_src].astype(np.int64), lens), toks, nxt
+    at = np.minimum(np.searchsorted(order, raw_nxt), len(order) - 1)
+    nxt = np.where(order[at] == raw_nxt, at, -1)
+    return np.repeat(np.searchsorted(order, raw_src), lens), toks, nxt
 
 
 SENTINEL = "\U0010FFFD"  # a private-use character closing the regex (see TokenDFA.from_regex)
@@ -170,6 +175,8 @@ class TokenDFA:
         end, dead = n, n + 1
         Q = n + 2
         src, toks, nxt = _edges(trans, raw_states)
+        if (nxt < 0).any():
+            raise AutomatonUnsupported("outlines-core's transitions lead to a state it does not list")
         keep = (toks != eos) & (toks < V)
         src, toks, nxt = src[keep], toks[keep], nxt[keep]
         # 128-bit signature of each token's column, summed over its transitions (no loop over tokens or states)
