@@ -65,8 +65,11 @@ def test_errors_print_brackets_as_they_are():
 QUESTION = "How many customers are from Germany?"
 
 
-def _sql_args(shop_db, *extra):
-    return ["sql", "--db", str(shop_db), QUESTION, "--model", "random", "--max-tokens", "48", *extra]
+def _sql_args(shop_db, *extra, model: str | None = None):
+    """``structgen sql`` on the shop database; the embedded model unless ``model`` (``"random"``: random
+    logits, whose queries take the endgame search 30 s each on two cores; the embedded model answers in 3)."""
+    chosen = [] if model is None else ["--model", model]
+    return ["sql", "--db", str(shop_db), QUESTION, *chosen, "--max-tokens", "48", *extra]
 
 
 def test_sql_prints_one_valid_select(shop_db):
@@ -116,7 +119,7 @@ def test_sql_ground_writes_only_stated_literals(shop_db):
     # one run: --seed only moves sampling, and greedy decoding of --model random writes the same query for
     # every seed (three seeds here were three identical runs of 30 s); the grounded property itself is
     # driven through many random-logit runs in tests/test_sql_grounded.py
-    r = runner.invoke(app, _sql_args(shop_db, "--ground"))
+    r = runner.invoke(app, _sql_args(shop_db, "--ground", model="random"))
     assert r.exit_code == 0, r.output
     text = r.stdout.strip().splitlines()[0]
     assert "'" in text, text  # the query writes string literals, so the check below reads something

@@ -117,16 +117,16 @@ class QueryResult:
         from rich.table import Table
         from rich.text import Text
 
-        table = Table(title=title, show_lines=False)
-        for name in self.columns:
-            table.add_column(name, overflow="fold")
-        for row in self.rows:
-            table.add_row(*(Text("NULL", style="dim") if v is None else Text(_show(v)) for v in row))
         n = len(self.rows)
         caption = f"{n} row{'s' if n != 1 else ''} in {self.elapsed_s * 1000:.1f} ms"
         if self.truncated:
             caption += f" (stopped after the first {n}: more rows matched)"
-        table.caption = caption
+        # at least as wide as its caption, which rich would otherwise wrap to a narrow table ("1 row in 0.1\n ms")
+        table = Table(title=title, show_lines=False, caption=caption, min_width=len(caption) + 4)
+        for name in self.columns:
+            table.add_column(name, overflow="fold")
+        for row in self.rows:
+            table.add_row(*(Text("NULL", style="dim") if v is None else Text(_show(v)) for v in row))
         return table
 
 
