@@ -390,6 +390,6 @@ class CodeSyntaxValidator:
         return issues
 
 
-# -- the built-in languages (SQL: see code_sqlite.py; Python: code_python.py) ---------------------------------------------------
+# -- the built-in languages (SQL: code_sqlite.py; Python: code_python.py) ---------------------------------
 _register(LanguageEntry("sql", "tree_sitter_sql", "tree-sitter-sql", rewrite=sqlite_rewrite, extra=_sql_extra))
 _register(LanguageEntry("python", "tree_sitter_python", "tree-sitter-python", extra=_python_extra))

@@ -29,7 +29,8 @@ from .sql_lex import (
     Token, empty_issue, find_name, find_token, multi_issues, not_read_issue, parse_error_issue, precheck, split_point,
     sql_tokens, token_error_issue,
 )
-from .sql_resolve import Resolver, index_for, load_sqlglot
+from .sql_resolve import Resolver, load_sqlglot
+from .sql_schema_index import index_for
 
 if TYPE_CHECKING:  # structgen.sql imports the spec, which imports these validators: import lazily at run time
     from structgen.sql.schema import DbSchema

@@ -19,9 +19,9 @@ from typing import Any, Iterable, Iterator
 
 from .base import Issue, Span, tail_span
 from .sql_lex import Token, find_name
-from .sql_schema_index import SchemaIndex, index_for
+from .sql_schema_index import SchemaIndex
 
-__all__ = ["SchemaIndex", "index_for", "load_sqlglot", "Resolver"]
+__all__ = ["load_sqlglot", "Resolver"]
 
 _ROWID = frozenset({"rowid", "oid", "_rowid_"})
 _MASTER = ("type", "name", "tbl_name", "rootpage", "sql")
