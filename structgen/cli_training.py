@@ -81,6 +81,9 @@ def train(
     notes_version: Optional[int] = typer.Option(None, "--notes-version", help="With --request-notes: the notes' "
                                                 "version (default: the newest; 1 = dates, times and offsets "
                                                 "only, as run 38 read them)."),
+    sql_shapes: Optional[int] = typer.Option(None, "--sql-shapes", help="The composed SQL training data: 1 "
+                                             "(the default, the shipped model's) | 2 (adds HAVING, anti-joins, "
+                                             "shares, spreads, first and last dates, months)."),
     lr: Optional[float] = typer.Option(None, "--lr", help="Peak learning rate after the warm-up (default: the "
                                        "preset's, 1.5e-3 for small; a cosine decay follows)."),
     keep: Optional[str] = typer.Option(None, "--keep", help="The weights saved: last (the default) | best "
@@ -115,7 +118,7 @@ def train(
                         pretokenizer=pretokenizer, dropout=dropout, attention_dropout=attention_dropout,
                         copy_convert=convert_path, lookup=lookup, lookup_keys=lookup_keys, convert_maps=convert_maps,
                         convert_topk=convert_topk, source_loss=source_loss, pointer_loss_on=pointer_loss_on,
-                        source_loss_on=source_loss_on, keep=keep, lr=lr, save_dtype=save_dtype,
+                        source_loss_on=source_loss_on, keep=keep, lr=lr, save_dtype=save_dtype, sql_shapes=sql_shapes,
                         request_notes=_notes_setting(request_notes, notes_version))
         cfg = TrainConfig.fine_tune(base, **settings) if base is not None else \
             TrainConfig.preset(preset or "small", **settings)
@@ -130,7 +133,7 @@ def train(
             from structgen.train.trainer import TrainData
 
             train_rows, heldout_rows = load_file(data, tools)
-            own = TrainData(train=mixed_in(train_rows, mix, cfg.seed), heldout=heldout_rows)
+            own = TrainData(train=mixed_in(train_rows, mix, cfg.seed, cfg.sql_shapes), heldout=heldout_rows)
             err.print(f"[dim]data: {len(train_rows)} training and {len(heldout_rows)} held-out examples from "
                       f"{data}" + (f", and {mix} generated examples per built-in family" if mix else "") + "[/]")
         elif tools is not None or mix:

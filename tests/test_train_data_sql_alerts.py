@@ -188,6 +188,48 @@ def test_composed_sql_covers_every_source_and_shape_and_never_a_heldout_query():
         assert any(needle in e.target for e in exs), needle
 
 
+def test_composed_sql_version_2_adds_the_missing_constructs_and_leaves_version_1_as_it_was(sql_constraint):
+    """``sql_shapes=2`` (``sql_composed_more``) adds composed templates for HAVING, anti-joins, shares,
+    spreads, first/last dates, months and per-name keys; every query is accepted by the grammar, valid and
+    returns rows, none has a held-out skeleton, and version 1's examples (the shipped model's data) are the
+    same as before, example for example."""
+    from structgen.errors import ConfigError
+    from structgen.train.config import TrainConfig
+    from structgen.train.data import examples as family_examples
+    from structgen.train.data import sql_composed_more
+
+    key = lambda exs: [(e.template, e.prompt, e.target) for e in exs]
+    assert key(text_to_sql.examples("train", 300, seed=6)) == key(text_to_sql.examples("train", 300, 6, shapes=1))
+    assert key(family_examples("sql", "train", 50, 6)) == key(text_to_sql.examples("train", 50, 6))
+    assert key(text_to_sql.examples("heldout", 40, 6, shapes=2)) == key(text_to_sql.examples("heldout", 40, 6))
+
+    more = [e for e in family_examples("sql", "train", 1500, 2, sql_shapes=2) if e.template.startswith("composed2.")]
+    ids = {f"composed2.{s.name}.{shape}" for s in sql_composed_more.SOURCES for shape in sql_composed_more.shapes_of(s)}
+    assert {e.template for e in more} == ids
+    heldout = {text_to_sql.skeleton(e.target) for e in text_to_sql.examples("heldout", 200, seed=1)}
+    assert not [e.target for e in more if text_to_sql.skeleton(e.target) in heldout]
+    assert not {e.prompt.lower() for e in more} & {e.prompt.lower() for e in text_to_sql.examples("heldout", 200, 1)}
+    for needle in (" HAVING COUNT(*) > ", " HAVING SUM(", " NOT IN (SELECT ", "AVG(CASE WHEN ", "MAX(price) - MIN(price)",
+                   "MIN(order_date)", "MAX(o.order_date)", "strftime('%m', ", " GROUP BY c.id", " GROUP BY p.id",
+                   "ORDER BY MIN(order_date) LIMIT 1"):
+        assert any(needle in e.target for e in more), needle
+
+    spec, vocab = text_to_sql.sql_spec(), sql_constraint.vocab
+    checks = validators_for(spec)
+    targets = sorted({e.target for e in more})[::3]
+    assert len(targets) >= 100
+    assert not [q for q in targets if not sql_constraint.accepts(vocab.encode(q) + [vocab.eos_id] * 2)]
+    assert not [(q, _issues(checks, q)) for q in targets if _issues(checks, q)]
+    assert not [q for q in targets if not run_query(spec.database, q, max_rows=1, timeout_s=5).rows]
+    # a share's filter is never on the column its condition reads; a HAVING threshold is its own value
+    assert not [q for q in targets if "CASE WHEN status" in q and "WHERE status" in q]
+
+    with pytest.raises(ConfigError, match="sql shapes version"):
+        text_to_sql.examples("train", 3, 0, shapes=3)
+    with pytest.raises(ConfigError, match="sql_shapes"):
+        TrainConfig(sql_shapes=3).validated()
+
+
 def test_sql_skeleton_blanks_literals_only():
     assert (text_to_sql.skeleton("SELECT name FROM products WHERE price > 25.5 AND category = 'it''s' LIMIT 3")
             == "SELECT name FROM products WHERE price > 0 AND category = '?' LIMIT 0")

@@ -88,6 +88,9 @@ class TrainConfig:
     # data
     examples_per_family: int = 40_000
     heldout_per_family: int = 32
+    sql_shapes: int = 1  # the version of the composed SQL training templates: 1 (run 11's data) | 2 (adds HAVING,
+    # anti-joins, shares, spreads, first and last dates, months, per-customer and per-product keys:
+    # structgen.train.data.sql_composed_more)
     drill_examples: int = 0  # JSON drill records added to the training rows: values to convert, not copy
     # (months, spelled dates, zones, currencies and cabins in words; structgen.train.data.json_drills, run 16)
     # canvas policy
@@ -222,6 +225,9 @@ class TrainConfig:
                 raise ConfigError(f"{name} must be a positive integer, got {v!r}")
         if self.hidden_size % self.num_heads:
             raise ConfigError(f"hidden_size ({self.hidden_size}) must be a multiple of num_heads ({self.num_heads})")
+        if self.sql_shapes not in (1, 2) or isinstance(self.sql_shapes, bool):
+            raise ConfigError(f"sql_shapes (--sql-shapes) must be 1 (the default data) or 2 (the composed SQL "
+                              f"constructs of sql_composed_more), got {self.sql_shapes!r}")
         if not (isinstance(self.pointer_loss, (int, float)) and self.pointer_loss >= 0):
             raise ConfigError(f"pointer_loss must be a number >= 0, got {self.pointer_loss!r}")
         if not (isinstance(self.source_loss, (int, float)) and self.source_loss >= 0):

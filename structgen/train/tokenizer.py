@@ -34,7 +34,7 @@ def build_tokenizer(cfg, corpus: Iterable[str] | None = None):
     if corpus is None:
         from .data import corpus_texts
 
-        corpus = corpus_texts(cfg.tokenizer_corpus, cfg.seed)
+        corpus = corpus_texts(cfg.tokenizer_corpus, cfg.seed, sql_shapes=cfg.sql_shapes)
     texts = [t for t in corpus if isinstance(t, str) and t]
     if not texts:
         raise ConfigError("the tokenizer corpus is empty; pass texts (prompts and targets) to train it on")

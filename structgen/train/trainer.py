@@ -118,13 +118,14 @@ def load_data(cfg: TrainConfig) -> TrainData:
     corpus for ``cfg`` (all from its seed)."""
     from .data import corpus_texts, json_drills, mixture
 
-    train = mixture("train", cfg.examples_per_family, cfg.seed)
+    train = mixture("train", cfg.examples_per_family, cfg.seed, sql_shapes=cfg.sql_shapes)
     if cfg.drill_examples:
         train += json_drills.examples(cfg.drill_examples, cfg.seed)
         random.Random(f"drills/{cfg.seed}").shuffle(train)
     return TrainData(train=train,
                      heldout=mixture("heldout", cfg.heldout_per_family, cfg.seed) if cfg.heldout_per_family else [],
-                     corpus=None if cfg.init_from else corpus_texts(cfg.tokenizer_corpus, cfg.seed))
+                     corpus=None if cfg.init_from else corpus_texts(cfg.tokenizer_corpus, cfg.seed,
+                                                                    sql_shapes=cfg.sql_shapes))
 
 
 def start_from(cfg: TrainConfig, data: TrainData, device) -> tuple[Any, Any]:

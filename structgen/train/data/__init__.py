@@ -46,11 +46,14 @@ def template_ids(family: str, split: str) -> tuple[str, ...]:
     return tuple(t if isinstance(t, str) else t.id for t in items)
 
 
-def examples(family: str, split: str, n: int, seed: int = 0) -> list[Example]:
-    """``n`` examples of ``family`` from the templates of ``split``."""
+def examples(family: str, split: str, n: int, seed: int = 0, sql_shapes: int = 1) -> list[Example]:
+    """``n`` examples of ``family`` from the templates of ``split`` (``sql_shapes``: the version of the composed
+    SQL training templates, ``text_to_sql.SHAPE_VERSIONS``)."""
     check_split(split)
     if n < 0:
         raise ConfigError(f"n must be >= 0, got {n}")
+    if family == "sql":
+        return family_module(family).examples(split, n, seed, shapes=sql_shapes)
     return family_module(family).examples(split, n, seed)
 
 
@@ -62,24 +65,25 @@ def _families(families: Iterable[str]) -> tuple[str, ...]:
     return fams
 
 
-def mixture(split: str, n_per_family: int, seed: int = 0, families: Sequence[str] = FAMILIES) -> list[Example]:
+def mixture(split: str, n_per_family: int, seed: int = 0, families: Sequence[str] = FAMILIES,
+            sql_shapes: int = 1) -> list[Example]:
     """``n_per_family`` examples of each family in ``split``, shuffled together (seeded)."""
     out: list[Example] = []
     for fam in _families(families):
-        out += examples(fam, split, n_per_family, seed)
+        out += examples(fam, split, n_per_family, seed, sql_shapes)
     random.Random(f"mixture/{split}/{seed}").shuffle(out)
     return out
 
 
-def mixed_in(rows: Sequence[Example], n_per_family: int, seed: int = 0) -> list[Example]:
+def mixed_in(rows: Sequence[Example], n_per_family: int, seed: int = 0, sql_shapes: int = 1) -> list[Example]:
     """``rows`` (a user's own examples) with ``n_per_family`` generated training examples of each built-in
     family added and everything shuffled (seeded): a fine-tuning run on them keeps the built-in tasks."""
-    out = list(rows) + (mixture("train", n_per_family, seed) if n_per_family else [])
+    out = list(rows) + (mixture("train", n_per_family, seed, sql_shapes=sql_shapes) if n_per_family else [])
     random.Random(f"mixed_in/{seed}").shuffle(out)
     return out
 
 
-def corpus_texts(n: int, seed: int = 0, families: Sequence[str] = FAMILIES) -> list[str]:
+def corpus_texts(n: int, seed: int = 0, families: Sequence[str] = FAMILIES, sql_shapes: int = 1) -> list[str]:
     """Texts to train the tokenizer on: for ``n`` train examples (split evenly over ``families``), the prompt
     as the model sees it (``spec.render_prompt``, chat messages joined by newlines) and the target."""
     fams = _families(families)
@@ -88,7 +92,7 @@ def corpus_texts(n: int, seed: int = 0, families: Sequence[str] = FAMILIES) -> l
     texts: list[str] = []
     for i, fam in enumerate(fams):
         k = n // len(fams) + (1 if i < n % len(fams) else 0)
-        for ex in examples(fam, "train", k, seed):
+        for ex in examples(fam, "train", k, seed, sql_shapes):
             texts.append(prompt_text(ex.spec.render_prompt(ex.prompt)))
             texts.append(ex.target)
     return texts

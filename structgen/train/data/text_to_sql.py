@@ -28,9 +28,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from structgen.errors import StructgenError
+from structgen.errors import ConfigError, StructgenError
 
-from . import sql_composed
+from . import sql_composed, sql_composed_more
 from .base import Example, Template, check_split, example_file, generate, say
 
 __all__ = ["TRAIN_TEMPLATES", "HELDOUT_TEMPLATES", "examples", "shop_database", "sql_spec"]
@@ -304,6 +304,10 @@ def _slot(name: str, rng: random.Random, f: dict, out: dict[str, Any]) -> None:
         out.update(d1=d1.isoformat(), d2=d2.isoformat(), d1_text=_date_text(rng, d1), d2_text=_date_text(rng, d2))
     elif name == "n":
         out["n"] = str(rng.choice((3, 5, 10)))
+    elif name in sql_composed_more.SLOT_DRAWS:
+        drawn: dict[str, Any] = {}
+        _slot(sql_composed_more.SLOT_DRAWS[name], rng, f, drawn)
+        out[name] = drawn[sql_composed_more.SLOT_DRAWS[name]]
     elif name in ("k", "k_country"):
         out["k"] = str(rng.randint(7, 9) if name == "k_country" else rng.randint(2, 6))
     else:
@@ -353,21 +357,22 @@ def _heldout_skeletons() -> frozenset[str]:
     return frozenset(skeleton(t.sql.format_map(_AnyValue())) for t in HELDOUT)
 
 
-def _composed(source: sql_composed.Source, shape: str) -> Template:
-    """A training template whose queries ``sql_composed`` assembles per example; never one whose query
-    has the skeleton of a held-out template (so the held-out *queries*, not only their sentences, stay
-    unseen), and always one that returns rows."""
+def _composed(source: Any, shape: str, module: Any = sql_composed, prefix: str = "composed") -> Template:
+    """A training template whose queries ``module`` (``sql_composed``, or ``sql_composed_more``: version 2)
+    assembles per example; never one whose query has the skeleton of a held-out template (so the held-out
+    *queries*, not only their sentences, stay unseen), and always one that returns rows."""
     def render(rng: random.Random) -> tuple[str, str, str, Any]:
         facts = _facts()
         for _ in range(50):
-            sql, pattern, slots = sql_composed.compose(rng, source, shape)
+            sql, pattern, slots = module.compose(rng, source, shape)
             vals = _values(rng, facts, slots)
             query = sql_composed.filled(sql, vals)
             if skeleton(query) not in _heldout_skeletons() and _has_rows(query):
                 return say(rng, pattern, vals), query, query, sql_spec()
-        raise StructgenError(f"composed SQL template {source.name}.{shape} found no query with rows in 50 tries")
+        raise StructgenError(f"composed SQL template {prefix}.{source.name}.{shape} found no query with rows in 50 "
+                             "tries")
 
-    return Template(f"composed.{source.name}.{shape}", FAMILY, "train", render)
+    return Template(f"{prefix}.{source.name}.{shape}", FAMILY, "train", render)
 
 
 def _template(t: T, split: str) -> Template:
@@ -381,15 +386,25 @@ def _template(t: T, split: str) -> Template:
 _TEMPLATES = {"train": tuple(_template(t, "train") for t in TRAIN)
              + tuple(_composed(src, shape) for src in sql_composed.SOURCES for shape in sql_composed.SHAPES),
               "heldout": tuple(_template(t, "heldout") for t in HELDOUT)}
+#: the templates ``shapes=2`` adds to the training split (``sql_composed_more``)
+_MORE = tuple(_composed(src, shape, sql_composed_more, "composed2") for src in sql_composed_more.SOURCES
+              for shape in sql_composed_more.shapes_of(src))
+#: the versions of the composed training data (``TrainConfig.sql_shapes``)
+SHAPE_VERSIONS = (1, 2)
 
 
 TRAIN_TEMPLATES: list[str] = [t.id for t in _TEMPLATES["train"]]
 HELDOUT_TEMPLATES: list[str] = [t.id for t in _TEMPLATES["heldout"]]
 
 
-def examples(split: str, n: int, seed: int = 0) -> list[Example]:
+def examples(split: str, n: int, seed: int = 0, shapes: int = 1) -> list[Example]:
     """``n`` examples of ``split`` ("train" or "heldout"), the same for the same seed (example ``i`` depends
     only on the split, seed and ``i``); templates are used round-robin in a seeded order, so every template
-    appears once ``n`` reaches their number. Prompt: the question; target and gold: the SQL."""
+    appears once ``n`` reaches their number. Prompt: the question; target and gold: the SQL. ``shapes=2``
+    adds version 2's composed templates (``sql_composed_more``) to the training split; the held-out split is
+    the same for every version."""
     check_split(split)
-    return generate(FAMILY, split, _TEMPLATES[split], n, seed)
+    if shapes not in SHAPE_VERSIONS:
+        raise ConfigError(f"sql shapes version {shapes!r} does not exist; use one of {SHAPE_VERSIONS}")
+    templates = _TEMPLATES[split] + (_MORE if shapes == 2 and split == "train" else ())
+    return generate(FAMILY, split, templates, n, seed)
