@@ -227,3 +227,19 @@ def test_cli_eval_of_a_data_file(tmp_path):
     bad = CliRunner().invoke(app, ["eval", "--model", "random", "--data", str(only_train),
                                    "--out", str(tmp_path / "z")])
     assert bad.exit_code == 2 and "has no heldout lines to score" in bad.output and not (tmp_path / "z").exists()
+
+
+def test_the_training_split_is_scored_on_the_sql_templates_of_the_models_recipe(tmp_path):
+    """``--split train`` of a model trained with ``--sql-shapes 2`` draws version 2's composed SQL templates
+    too (its recipe says so); a model without a recipe, or with a broken one, is scored on version 1's."""
+    from structgen.models.default import RECIPE_FILE
+    from structgen.train.evaluate import trained_sql_shapes
+
+    model = SimpleNamespace(model=SimpleNamespace(config=SimpleNamespace(_name_or_path=str(tmp_path))))
+    assert trained_sql_shapes(model) == 1  # no recipe
+    (tmp_path / RECIPE_FILE).write_text(json.dumps({"kind": "structgen-trained", "config": {"sql_shapes": 2}}))
+    assert trained_sql_shapes(model) == 2
+    (tmp_path / RECIPE_FILE).write_text("{not json")
+    assert trained_sql_shapes(model) == 1
+    assert trained_sql_shapes(sg.load_model()) == 1  # the shipped model: run 11's data
+    assert trained_sql_shapes(SimpleNamespace()) == 1  # not a Hugging Face model at all

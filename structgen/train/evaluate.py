@@ -230,6 +230,23 @@ def eval_generator(model, *, families: Iterable[str], modes: Iterable[str], spli
     return Generator(model, block_length=block_length, engine=engine, stutter_gap=stutter_gap, threshold=threshold)
 
 
+def trained_sql_shapes(model) -> int:
+    """The version of the composed SQL training data a structgen-trained ``model`` was trained on (its recipe's
+    ``sql_shapes``; 1 for any other model), so ``--split train`` scores the templates it saw."""
+    from pathlib import Path
+
+    from ..models.default import RECIPE_FILE
+
+    path = getattr(getattr(getattr(model, "model", None), "config", None), "_name_or_path", "") or ""
+    recipe = Path(path) / RECIPE_FILE if path else None
+    if recipe is None or not recipe.is_file():
+        return 1
+    try:
+        return int(json.loads(recipe.read_text()).get("config", {}).get("sql_shapes", 1))
+    except (ValueError, TypeError, AttributeError):
+        return 1
+
+
 def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"), n: int = 50,
              seed: int = 1234, modes: Iterable[str] = DEFAULT_MODES, block_length: int = 32,
              split: str = "heldout", on_example: Callable[[Scored], None] | None = None,
@@ -241,15 +258,17 @@ def evaluate(model, *, families: Iterable[str] = ("json", "tool", "sql", "alert"
     always uses the automaton for its any-text language); ``stutter_gap`` is the sampler's no-stutter rule
     (``sampler.policy``; 0 = plain threshold commits); ``threshold`` the threshold modes' commit threshold.
     ``own``: the examples of a data file by family (``file_examples``), the first ``n`` of each decoded
-    instead of generated ones."""
+    instead of generated ones. The training split's SQL templates are those of the model's recipe
+    (``trained_sql_shapes``)."""
     from .data import examples as family_examples
 
     families, modes = list(families), list(modes)
     gen = eval_generator(model, families=families, modes=modes, split=split, block_length=block_length,
                          engine=engine, stutter_gap=stutter_gap, threshold=threshold, own=own)
     rows: list[Row] = []
+    sql_shapes = trained_sql_shapes(model) if split == "train" else 1
     for fam in families:
-        exs = family_examples(fam, split, n, seed) if own is None else own[fam][:n]
+        exs = family_examples(fam, split, n, seed, sql_shapes) if own is None else own[fam][:n]
         for mode in modes:
             settings = dict(MODES[mode])
             constrained = settings.pop("constrained")
