@@ -14,7 +14,7 @@ from structgen.validators.alerts import AlertRulesValidator, parse_rule
 import structgen as sg
 from structgen.errors import StructgenError
 from structgen.sql import run_query
-from structgen.train.data import alert_rules, text_to_sql
+from structgen.train.data import alert_rules, shop_values, text_to_sql
 
 MODULES = {"sql": text_to_sql, "alert": alert_rules}
 MIN_TEMPLATES = {"sql": (30, 10), "alert": (20, 6)}
@@ -117,7 +117,7 @@ def test_sql_questions_carry_their_values():
                 continue
             if re.fullmatch(r"\d{4}-\d\d-\d\d", lit):
                 lit = lit[:4]
-            assert lit in e.prompt or text_to_sql._CAT_WORD.get(lit, lit) in e.prompt, (lit, e.prompt, e.target)
+            assert lit in e.prompt or shop_values.CAT_WORD.get(lit, lit) in e.prompt, (lit, e.prompt, e.target)
 
 
 @pytest.fixture(scope="module")

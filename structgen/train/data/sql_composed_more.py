@@ -242,6 +242,6 @@ def compose(rng: random.Random, source: Source, shape: str) -> tuple[str, str, t
     return sql, question.replace("  ", " "), tuple(dict.fromkeys(slots))
 
 
-#: slots version 2 adds to ``text_to_sql._slot``, drawn as the slot they map to: the value a share's condition
+#: slots version 2 adds to ``shop_values.draw_slot``, drawn as the slot they map to: the value a share's condition
 #: compares with, and a ``HAVING`` threshold
 SLOT_DRAWS: dict[str, str] = {"share_price": "price", "share_status": "status", "hk": "k", "hprice": "price"}

@@ -1,8 +1,8 @@
 """Training data, family "sql": plain-English questions over the shop database and their gold SELECT.
 
-Owns the question templates (train and held-out), the values they draw from the built database
-(``examples/shop/build.py``: countries, cities, categories, products, customers, statuses, years) and
-:func:`examples`. Every gold query is written in the canonical form of ``sg.Sql(shop)``
+Owns the question templates (train and held-out) and :func:`examples`; the values they draw from the built
+database (``examples/shop/build.py``: countries, cities, categories, products, customers, statuses, years)
+are ``shop_values``'s. Every gold query is written in the canonical form of ``sg.Sql(shop)``
 (``structgen/sql/grammar.py``: UPPERCASE keywords, single spaces, ``AS`` aliases, the canonical table
 aliases c/p/o/oi, qualified names in joins), so the grammar constraint accepts it token by token, the SQL
 validators pass it and it runs. Values are re-drawn (a few tries) until the query returns rows, so the
@@ -13,32 +13,27 @@ drawn per example and phrased by ``base.say``: ``[a|b]`` alternatives, casing an
 ``slots`` name the value samplers below. Held-out templates are question *shapes*
 never seen in training ("which country has the most customers" beside the train shape "count customers
 per country"), not only new values. Beside the fixed templates, the training split has one composed
-template per source and shape of ``sql_composed`` (queries assembled clause by clause); a composed query
-is re-drawn when its :func:`skeleton` is a held-out template's, so the held-out queries stay unseen too.
+template per source and shape of ``sql_composed`` (queries assembled clause by clause), and with
+``shapes=2`` those of ``sql_composed_more`` (HAVING, anti-joins, shares...); a composed query is re-drawn
+when its :func:`skeleton` is a held-out template's, so the held-out queries stay unseen too.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
-import importlib.util
 import random
 import re
-import sqlite3
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from structgen.errors import ConfigError, StructgenError
 
 from . import sql_composed, sql_composed_more
-from .base import Example, Template, check_split, example_file, generate, say
+from .base import Example, Template, check_split, generate, say
+from .shop_values import draw_values, facts as shop_facts, has_rows, shop_database, sql_spec
 
 __all__ = ["TRAIN_TEMPLATES", "HELDOUT_TEMPLATES", "examples", "shop_database", "sql_spec"]
 
 FAMILY = "sql"
-_CAT_WORD = {"books": "book", "electronics": "electronics", "garden": "garden", "kitchen": "kitchen",
-             "toys": "toy"}
-_PRICES = (5, 10, 15, 20, 25, 30, 40, 50, 75, 100, 150, 200, 300)
 _C_O = "customers AS c JOIN orders AS o ON o.customer_id = c.id"
 _P_OI = "products AS p JOIN order_items AS oi ON oi.product_id = p.id"
 _C_O_OI_P = f"{_C_O} JOIN order_items AS oi ON oi.order_id = o.id JOIN products AS p ON p.id = oi.product_id"
@@ -222,121 +217,14 @@ HELDOUT: tuple[T, ...] = (
 )
 
 
-# ---- the database and the values drawn from it ----------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def shop_database() -> Path:
-    """The path of the example shop database, built by ``examples/shop/build.py`` when missing."""
-    spec = importlib.util.spec_from_file_location("_structgen_shop_build",
-                                                  example_file("shop/build.py", "the SQL data"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return Path(mod.ensure())
-
-
-@functools.lru_cache(maxsize=1)
-def sql_spec():
-    """``sg.Sql(shop database)``: one instance shared by every example."""
-    from structgen.sql import Sql
-
-    return Sql(shop_database())
-
-
-@functools.lru_cache(maxsize=1)
-def _facts() -> dict[str, list]:
-    """Values the templates draw from, read from the database itself."""
-    from structgen.sql import connect_readonly
-
-    conn = connect_readonly(shop_database())
-    try:
-        col = lambda q: [r[0] for r in conn.execute(q)]
-        facts = {
-            "country": col("SELECT DISTINCT country FROM customers ORDER BY 1"),
-            "city": col("SELECT DISTINCT city FROM customers ORDER BY 1"),
-            "category": col("SELECT DISTINCT category FROM products ORDER BY 1"),
-            "status": col("SELECT DISTINCT status FROM orders ORDER BY 1"),
-            "year": col("SELECT DISTINCT strftime('%Y', order_date) FROM orders ORDER BY 1"),
-            "signup_year": col("SELECT DISTINCT strftime('%Y', signup_date) FROM customers ORDER BY 1"),
-            "product": col("SELECT name FROM products ORDER BY id"),
-            "customer": col("SELECT DISTINCT c.name FROM customers c JOIN orders o ON o.customer_id = c.id "
-                            "ORDER BY 1"),
-            "order": col("SELECT id FROM orders ORDER BY id"),
-            "letter": col("SELECT DISTINCT substr(name, 1, 1) FROM customers ORDER BY 1"),
-            "dates": col("SELECT min(order_date) || '/' || max(order_date) FROM orders")[0].split("/"),
-        }
-    except sqlite3.Error as e:
-        raise StructgenError(f"cannot read the shop database {shop_database()} ({e}); rebuild it with "
-                             "python examples/shop/build.py --force") from None
-    finally:
-        conn.close()
-    words = {w for p in facts["product"] for w in p.replace(",", " ").replace(":", " ").split()}
-    facts["word"] = sorted(w for w in words if w.isalpha() and len(w) >= 4)
-    return facts
-
-
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
-
-
-def _date_text(rng: random.Random, d: dt.date) -> str:
-    """A date as people write it (English month names whatever the locale)."""
-    month = _MONTHS[d.month - 1]
-    return rng.choice((d.isoformat(), f"{month} {d.day}, {d.year}", f"{d.day} {month} {d.year}"))
-
-
-def _slot(name: str, rng: random.Random, f: dict, out: dict[str, Any]) -> None:
-    """Draw the value(s) of slot ``name`` into ``out``."""
-    if name == "country2":
-        out[name] = rng.choice([c for c in f["country"] if c != out.get("country")])
-    elif name == "category":
-        out["category"] = rng.choice(f["category"])
-        out["cat"] = _CAT_WORD.get(out["category"], out["category"])
-    elif name == "price":
-        out["price"] = str(rng.choice(_PRICES))
-    elif name == "price_range":
-        lo, hi = sorted(rng.sample(_PRICES, 2))
-        out.update(lo=str(lo), hi=str(hi))
-    elif name == "date_range":
-        first, last = (dt.date.fromisoformat(d) for d in f["dates"])
-        d1 = first + dt.timedelta(days=rng.randrange((last - first).days - 30))
-        d2 = min(last, d1 + dt.timedelta(days=rng.randint(14, 200)))
-        out.update(d1=d1.isoformat(), d2=d2.isoformat(), d1_text=_date_text(rng, d1), d2_text=_date_text(rng, d2))
-    elif name == "n":
-        out["n"] = str(rng.choice((3, 5, 10)))
-    elif name in sql_composed_more.SLOT_DRAWS:
-        drawn: dict[str, Any] = {}
-        _slot(sql_composed_more.SLOT_DRAWS[name], rng, f, drawn)
-        out[name] = drawn[sql_composed_more.SLOT_DRAWS[name]]
-    elif name in ("k", "k_country"):
-        out["k"] = str(rng.randint(7, 9) if name == "k_country" else rng.randint(2, 6))
-    else:
-        out[name] = str(rng.choice(f[name]))
-
-
-def _values(rng: random.Random, facts: dict, slots: tuple[str, ...]) -> dict[str, Any]:
-    """A value for each of ``slots`` (``_slot``)."""
-    vals: dict[str, Any] = {}
-    for name in slots:
-        _slot(name, rng, facts, vals)
-    return vals
-
-
-@functools.lru_cache(maxsize=4096)
-def _has_rows(sql: str) -> bool:
-    """Whether ``sql`` returns at least one row with a value that is not NULL or 0."""
-    from structgen.sql import run_query
-
-    rows = run_query(shop_database(), sql, max_rows=1, timeout_s=5).rows
-    return bool(rows) and any(v not in (None, 0, 0.0) for v in rows[0])
 
 
 def _render(t: T, rng: random.Random, facts: dict, tries: int = 8) -> tuple[str, str]:
     """(question, gold SQL) of template ``t``; values re-drawn up to ``tries`` times until rows come back."""
     for _ in range(tries):
-        vals = _values(rng, facts, t.slots)
+        vals = draw_values(rng, facts, t.slots)
         sql = sql_composed.filled(t.sql, vals)
-        if _has_rows(sql):
+        if has_rows(sql):
             break
     return say(rng, t.questions, vals), sql
 
@@ -362,12 +250,12 @@ def _composed(source: Any, shape: str, module: Any = sql_composed, prefix: str =
     assembles per example; never one whose query has the skeleton of a held-out template (so the held-out
     *queries*, not only their sentences, stay unseen), and always one that returns rows."""
     def render(rng: random.Random) -> tuple[str, str, str, Any]:
-        facts = _facts()
+        facts = shop_facts()
         for _ in range(50):
             sql, pattern, slots = module.compose(rng, source, shape)
-            vals = _values(rng, facts, slots)
+            vals = draw_values(rng, facts, slots)
             query = sql_composed.filled(sql, vals)
-            if skeleton(query) not in _heldout_skeletons() and _has_rows(query):
+            if skeleton(query) not in _heldout_skeletons() and has_rows(query):
                 return say(rng, pattern, vals), query, query, sql_spec()
         raise StructgenError(f"composed SQL template {prefix}.{source.name}.{shape} found no query with rows in 50 "
                              "tries")
@@ -377,7 +265,7 @@ def _composed(source: Any, shape: str, module: Any = sql_composed, prefix: str =
 
 def _template(t: T, split: str) -> Template:
     def render(rng: random.Random) -> tuple[str, str, str, Any]:
-        question, sql = _render(t, rng, _facts())
+        question, sql = _render(t, rng, shop_facts())
         return question, sql, sql, sql_spec()
 
     return Template(t.id, FAMILY, split, render)
