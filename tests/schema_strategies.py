@@ -261,10 +261,14 @@ def sampler_settings(draw) -> dict:
 
 def grounded_runs(max_examples: int = 8):
     """The hypothesis settings of the grounded-decoding properties (``tests/test_sql_grounded.py``,
-    ``tests/test_alerts_grounded.py``): derandomized, no deadline, fixtures shared across examples."""
+    ``tests/test_alerts_grounded.py``): derandomized, no deadline, fixtures shared across examples;
+    ``STRUCTGEN_SLOW=1`` runs four times the examples."""
+    import os
+
     from hypothesis import HealthCheck, settings
 
-    return settings(max_examples=max_examples, deadline=None, derandomize=True, database=None,
+    n = max_examples * (4 if os.environ.get("STRUCTGEN_SLOW") == "1" else 1)
+    return settings(max_examples=n, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
