@@ -55,7 +55,7 @@ def facts() -> dict[str, list]:
     conn = connect_readonly(shop_database())
     try:
         col = lambda q: [r[0] for r in conn.execute(q)]
-        facts = {
+        found = {
             "country": col("SELECT DISTINCT country FROM customers ORDER BY 1"),
             "city": col("SELECT DISTINCT city FROM customers ORDER BY 1"),
             "category": col("SELECT DISTINCT category FROM products ORDER BY 1"),
@@ -74,9 +74,9 @@ def facts() -> dict[str, list]:
                              "python examples/shop/build.py --force") from None
     finally:
         conn.close()
-    words = {w for p in facts["product"] for w in p.replace(",", " ").replace(":", " ").split()}
-    facts["word"] = sorted(w for w in words if w.isalpha() and len(w) >= 4)
-    return facts
+    words = {w for p in found["product"] for w in p.replace(",", " ").replace(":", " ").split()}
+    found["word"] = sorted(w for w in words if w.isalpha() and len(w) >= 4)
+    return found
 
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",

@@ -211,9 +211,11 @@ SHAPES: dict[str, Callable[[random.Random, Source], tuple[str, str, tuple[str, .
     "list": _list, "agg": _agg, "group": _group, "best": _best}
 
 
-def compose(rng: random.Random, source: Source, shape: str) -> tuple[str, str, tuple[str, ...]]:
-    """(SQL with ``{slot}`` fields, question pattern, the slots to draw) of one composed query."""
-    sql, question, slots = SHAPES[shape](rng, source)
+def compose(rng: random.Random, source: Any, shape: str, shapes: dict[str, Callable] | None = None
+            ) -> tuple[str, str, tuple[str, ...]]:
+    """(SQL with ``{slot}`` fields, question pattern, the slots to draw) of one composed query: ``shape`` of
+    ``shapes`` (default: this module's ``SHAPES``; ``sql_composed_more`` passes its own)."""
+    sql, question, slots = (SHAPES if shapes is None else shapes)[shape](rng, source)
     return sql, question.replace("  ", " "), tuple(dict.fromkeys(slots))
 
 

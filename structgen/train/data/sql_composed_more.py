@@ -24,9 +24,10 @@ import random
 from collections.abc import Callable
 from typing import NamedTuple
 
+from . import sql_composed
 from .sql_composed import _C_O, _LIST, _P_OI, Part, _where
 
-__all__ = ["SOURCES", "SHAPES", "compose", "SLOT_DRAWS"]
+__all__ = ["SOURCES", "SHAPES", "shapes_of", "compose", "SLOT_DRAWS"]
 
 
 class Key(NamedTuple):
@@ -238,8 +239,7 @@ def shapes_of(src: Source) -> tuple[str, ...]:
 
 def compose(rng: random.Random, source: Source, shape: str) -> tuple[str, str, tuple[str, ...]]:
     """(SQL with ``{slot}`` fields, question pattern, the slots to draw) of one composed query."""
-    sql, question, slots = SHAPES[shape](rng, source)
-    return sql, question.replace("  ", " "), tuple(dict.fromkeys(slots))
+    return sql_composed.compose(rng, source, shape, SHAPES)
 
 
 #: slots version 2 adds to ``shop_values.draw_slot``, drawn as the slot they map to: the value a share's condition
