@@ -9,6 +9,7 @@ value) so that every query it derives runs on the database and passes every vali
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 
 import pytest
 
@@ -229,6 +230,39 @@ def test_a_grammar_session_finishes_any_prefix_it_allows(strict_c, tok4k):
     bad = tok4k.encode("SELECT FROM", add_special_tokens=False)
     assert s.completion(bad) is None  # the grammar does not allow the prefix
     assert s.completion(ids) == tail  # the session is not left stuck on the refused prefix
+
+
+def test_the_endgame_search_asks_the_matcher_once_per_node(strict_c, tok4k):
+    """``_finish_path`` keeps what the matcher said at each node of its search, by the path of tokens to it:
+    the same search again with the same memo finds the same completion without asking for a grammar mask or
+    forced bytes, and a fresh memo finds it too (the memo saves matcher calls and changes no result)."""
+    ids = tok4k.encode("SELECT name, price", add_special_tokens=False)
+    s = strict_c.session(len(ids) + 8)
+    assert s.completion(ids)  # the matcher now follows ids
+    memo: dict = {}
+    first = s._finish_path(8, [256], memo)
+    assert first and strict_c.accepts(ids + first) and memo
+    real, calls = s._m, Counter()
+
+    class Counting:
+        def __getattr__(self, name):
+            attr = getattr(real, name)
+            if name not in ("compute_bitmask", "compute_ff_bytes", "compute_ff_tokens"):
+                return attr
+
+            def counted(*a):
+                calls[name] += 1
+                return attr(*a)
+            return counted
+
+    s._m = Counting()
+    try:
+        again = s._finish_path(8, [256], memo)
+    finally:
+        s._m = real
+    assert again == first and not calls
+    assert s._finish_path(8, [256]) == first
+    assert s.completion(ids) == first  # the searches left the matcher where it was
 
 
 def test_finish_prefix_closes_a_runaway_select_list(strict, strict_c, tok4k, shop_db):

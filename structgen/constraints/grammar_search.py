@@ -6,7 +6,8 @@ the fewest tokens, a budget of grammar masks) and for exactly k tokens after whi
 can follow (``_hole_path``), and the choices the run makes with them: ``_steer`` at the output's deadline,
 ``_steer_hole`` before a committed segment; ``completion`` runs the first search from any prefix (the
 generator's salvage of an output that ran away). The searches leave the matcher as they found it
-(``completion`` first moves it to its prefix).
+(``completion`` first moves it to its prefix). ``_Node`` and ``_Step`` keep what the matcher said during
+one search, so its deepening rounds do not ask again (``benchmarks/endgame_search.py`` counts the calls).
 """
 
 from __future__ import annotations
@@ -14,6 +15,35 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConstraintViolation
+
+
+class _Step:
+    """What the matcher said after one probe token at a search node: the output complete, and the bytes
+    forced next and the grammar mask (each None until asked for)."""
+
+    __slots__ = ("accepting", "forced", "mask")
+
+    def __init__(self, accepting: bool):
+        self.accepting = accepting
+        self.forced: bytes | None = None
+        self.mask: bytes | None = None
+
+
+_DEAD = _Step(False)  # a probe the matcher refused
+
+
+class _Node:
+    """What the matcher said at one node of ``_finish_dfs``: the forced bytes and the grammar mask there
+    (None until asked for), a ``_Step`` per probe token looked at, and (where bytes are forced) the
+    tokens allowed to run past them after each spelling looked at."""
+
+    __slots__ = ("forced", "raw", "steps", "tails")
+
+    def __init__(self):
+        self.forced: bytes | None = None
+        self.raw: bytes | None = None
+        self.steps: dict[int, _Step] = {}
+        self.tails: dict[tuple, list[int]] = {}  # a spelling's head -> its tails the matcher allows after it
 
 
 class _EndgameSearch:
@@ -42,28 +72,36 @@ class _EndgameSearch:
 
     # -- the endgame: finishing before the canvas ends -----------------------------------------------
 
-    def _finish_path(self, k: int, budget: list[int]) -> list[int] | None:
+    def _finish_path(self, k: int, budget: list[int], memo: dict | None = None,
+                     root: tuple = ()) -> list[int] | None:
         """Some completion of the matcher's output in at most ``k`` tokens, or None if none was found
         within ``budget`` search nodes (``_finish_dfs``) — and as many again spent first on a search that
         deepens the number of free choices one at a time. A path found is a real completion (not always
-        the shortest); None proves nothing. The matcher is left unchanged."""
+        the shortest); None proves nothing. The matcher is left unchanged.
+
+        ``memo`` (path -> ``_Node``; a new one when None) keeps what the matcher said at each node, so the
+        rounds of the deepening search, and the searches of one steering step, do not ask again: it saves
+        matcher calls and changes no result (the budget is charged as if the masks were computed).
+        ``root`` is the path of the matcher's current state in ``memo``."""
+        memo = {} if memo is None else memo
         # first iterative deepening on free choices (forced bytes are free), on a budget of its own: it
         # finds completions that close a construct (``SELECT 1 - 2`` -> `` FROM orders``) which the plain
         # depth-first search misses when an operator's forced space leads it into ever longer expressions
         shallow = [budget[0]]
         for choices in self._CHOICE_LIMITS:
-            path = self._finish_dfs(k, shallow, frozenset(), 0, choices=choices)
+            path = self._finish_dfs(k, shallow, frozenset(), 0, choices=choices, memo=memo, path=root)
             if path is not None:
                 return path
             if shallow[0] <= 0:
                 break
-        return self._finish_dfs(k, budget, frozenset(), 0)
+        return self._finish_dfs(k, budget, frozenset(), 0, memo=memo, path=root)
 
     #: free choices allowed per round of the shallow search in ``_finish_path``
     _CHOICE_LIMITS = (1, 2, 3, 4, 5)
 
     def _finish_dfs(self, k: int, budget: list[int], seen: frozenset, closing: int,
-                    raw: bytes | None = None, *, choices: int | None = None) -> list[int] | None:
+                    raw: bytes | None = None, *, choices: int | None = None, memo: dict,
+                    path: tuple = (), forced: bytes | None = None) -> list[int] | None:
         """Depth-first search for a completion in at most ``k`` tokens over probe tokens, following
         forced bytes (``_finish_forced``).
 
@@ -76,18 +114,27 @@ class _EndgameSearch:
         others are expanded (at most 4) most constrained first: forced bytes, then the fewest tokens
         allowed after them (a closed object allows ``,`` and ``}``; an opened key, any character).
         ``budget`` counts the grammar masks computed; the search stops when it is spent. ``raw`` is
-        this node's mask when the parent computed it."""
+        this node's mask when the parent computed it, ``forced`` its forced bytes. ``memo`` holds the
+        matcher's answers by ``path``, the tokens from the search's root to this node."""
         m = self._m
         if m.is_accepting():
             return []
         if k <= 0 or budget[0] <= 0:
             return None
+        node = memo.get(path)
+        if node is None:
+            node = memo[path] = _Node()
         if raw is None:
-            forced = bytes(m.compute_ff_bytes())
-            if forced:
-                return self._finish_forced(forced, k, budget, choices)
-            raw = m.compute_bitmask()
+            if node.forced is None:
+                node.forced = forced if forced is not None else bytes(m.compute_ff_bytes())
+            if node.forced:
+                return self._finish_forced(node.forced, k, budget, choices, memo, path)
             budget[0] -= 1
+            if choices is not None and choices <= 0:
+                return None  # no free choice left: the mask would not be looked at
+            if node.raw is None:
+                node.raw = m.compute_bitmask()
+            raw = node.raw
         if choices is not None and choices <= 0:
             return None
         seen = seen | {raw}
@@ -96,45 +143,87 @@ class _EndgameSearch:
         ok = ((bm[probes >> 3] >> (probes & 7)) & 1).astype(bool)
         children: list[tuple[int, int, int, bytes | None, bool]] = []
         idle: set[int] = set()  # byte classes (digit, lower, upper) found to be no progress here
+        steps = node.steps
         for order, t in enumerate(probes[ok].tolist()):
             cls = self._byte_class[t]
-            if cls in idle or m.try_consume_tokens([t]) != 1:
+            if cls in idle:
                 continue
-            try:
-                if m.is_accepting():
-                    return [t]
-                if k == 1:
-                    continue  # one token left: it must complete the output
-                ff = m.compute_ff_bytes()
-                if ff:  # forced bytes follow: most forced first (``FROM `` before ``- ``)
-                    children.append((-len(ff), order, t, None, False))
-                    continue
-                if choices == 1:
-                    continue  # no free choice would be left after it: only forced bytes could finish
-                if budget[0] <= 0 or len(children) >= 16:
-                    break
-                budget[0] -= 1
-                child = m.compute_bitmask()
-                exempt = bool(self._closes[t]) and closing < 4
-                if child in seen and not exempt:
-                    if cls:
-                        idle.add(cls)  # another letter of an identifier is no progress either
-                    continue
-                children.append((int.from_bytes(child, "little").bit_count(), order, t, child, exempt))
-            finally:
-                m.rollback(1)
+            step = steps.get(t)
+            if step is None:
+                step = steps[t] = self._probe_step(t, k > 1)
+            if step is _DEAD:
+                continue
+            if step.accepting:
+                return [t]
+            if k == 1:
+                continue  # one token left: it must complete the output
+            if step.forced is None:
+                step.forced = self._forced_after(t)
+            if step.forced:  # forced bytes follow: most forced first (``FROM `` before ``- ``)
+                children.append((-len(step.forced), order, t, None, False))
+                continue
+            if choices == 1:
+                continue  # no free choice would be left after it: only forced bytes could finish
+            if budget[0] <= 0 or len(children) >= 16:
+                break
+            budget[0] -= 1
+            if step.mask is None:
+                step.mask = self._mask_after(t)
+            child = step.mask
+            exempt = bool(self._closes[t]) and closing < 4
+            if child in seen and not exempt:
+                if cls:
+                    idle.add(cls)  # another letter of an identifier is no progress either
+                continue
+            children.append((int.from_bytes(child, "little").bit_count(), order, t, child, exempt))
         children.sort()
         nxt = {t: (child, exempt) for _, _, t, child, exempt in children[:4]}
         return self._first_path(
             list(nxt), budget,
             lambda t: self._finish_dfs(k - 1, budget, seen, closing + 1 if nxt[t][1] else 0, nxt[t][0],
-                                       choices=None if choices is None else choices - 1))
+                                       choices=None if choices is None else choices - 1, memo=memo,
+                                       path=path + (t,), forced=steps[t].forced))
 
-    def _finish_forced(self, forced: bytes, k: int, budget: list[int],
-                       choices: int | None = None) -> list[int] | None:
-        """``_finish_dfs`` at a state where the grammar forces ``forced``: spell them in the fewest
-        tokens, or in the fewest up to a token that runs past them (``":`` forced, ``":"`` taken)."""
+    def _probe_step(self, t: int, forced: bool) -> "_Step":
+        """What the matcher says after probe ``t`` from its current state: whether the output is complete
+        then, and (when ``forced``) the bytes forced next; ``_DEAD`` when ``t`` is refused. The matcher is
+        left unchanged."""
         m = self._m
+        if m.try_consume_tokens([t]) != 1:
+            return _DEAD
+        try:
+            step = _Step(m.is_accepting())
+            if forced and not step.accepting:
+                step.forced = bytes(m.compute_ff_bytes())
+            return step
+        finally:
+            m.rollback(1)
+
+    def _forced_after(self, t: int) -> bytes:
+        """The bytes forced after token ``t`` (allowed here) from the matcher's current state."""
+        m = self._m
+        m.try_consume_tokens([t])
+        try:
+            return bytes(m.compute_ff_bytes())
+        finally:
+            m.rollback(1)
+
+    def _mask_after(self, t: int) -> bytes:
+        """The grammar mask after token ``t`` (allowed here) from the matcher's current state."""
+        m = self._m
+        m.try_consume_tokens([t])
+        try:
+            return m.compute_bitmask()
+        finally:
+            m.rollback(1)
+
+    def _finish_forced(self, forced: bytes, k: int, budget: list[int], choices: int | None, memo: dict,
+                       path: tuple) -> list[int] | None:
+        """``_finish_dfs`` at a state where the grammar forces ``forced``: spell them in the fewest
+        tokens, or in the fewest up to a token that runs past them (``":`` forced, ``":"`` taken).
+        ``memo[path]`` is this node's ``_Node``."""
+        m = self._m
+        node = memo[path]
         budget[0] -= 1
         for head, tails in self._index.spellings(forced):
             if len(head) + (tails is not None) > k:
@@ -144,16 +233,25 @@ class _EndgameSearch:
                 if n < len(head):
                     continue
                 if tails is None:
-                    sub = self._finish_dfs(k - n, budget, frozenset(), 0, choices=choices)
+                    sub = self._finish_dfs(k - n, budget, frozenset(), 0, choices=choices, memo=memo,
+                                           path=path + tuple(head))
                     if sub is not None:
                         return head + sub
                     continue
                 tried = 0
+                if len(tails) > 8:  # one mask rather than a matcher step per refused token (`` `` + name)
+                    key = tuple(head)
+                    if key not in node.tails:
+                        bm = np.frombuffer(m.compute_bitmask(), dtype=np.uint8)
+                        ids = np.asarray(tails)
+                        node.tails[key] = ids[((bm[ids >> 3] >> (ids & 7)) & 1).astype(bool)].tolist()
+                    tails = node.tails[key]
                 for t in tails:
                     if m.try_consume_tokens([t]) != 1:
                         continue
                     try:
-                        sub = self._finish_dfs(k - n - 1, budget, frozenset(), 0, choices=choices)
+                        sub = self._finish_dfs(k - n - 1, budget, frozenset(), 0, choices=choices,
+                                               memo=memo, path=path + (*head, t))
                     finally:
                         m.rollback(1)
                     if sub is not None:
@@ -178,15 +276,16 @@ class _EndgameSearch:
         ids = self._index.fewest_tokens(data)
         return ids if ids is not None else m.compute_ff_tokens()
 
-    def _path_after(self, tok: int, k: int, budget: int) -> list[int] | None:
-        """A completion of at most ``k`` more tokens after ``tok`` (found by ``_finish_path``), or None."""
+    def _path_after(self, tok: int, k: int, budget: int, memo: dict) -> list[int] | None:
+        """A completion of at most ``k`` more tokens after ``tok`` (found by ``_finish_path``, with
+        ``memo`` keyed from the current state), or None."""
         if tok == self.eos:
             return []
         m = self._m
         if m.try_consume_tokens([tok]) != 1:
             return None
         try:
-            return self._finish_path(k, [budget])
+            return self._finish_path(k, [budget], memo, (tok,))
         finally:
             m.rollback(1)
 
@@ -251,11 +350,12 @@ class _EndgameSearch:
             return tok, plan[1:]
         if plan is None and pos < self._search_rest_until and r > 8:
             return tok, None
-        after = self._path_after(tok, r - 1, self.search_budget)
+        memo: dict = {}  # the two searches share what the matcher said
+        after = self._path_after(tok, r - 1, self.search_budget, memo)
         if after is not None:
             return tok, after
         if plan is None:
-            plan = self._finish_path(r, [self.search_budget])
+            plan = self._finish_path(r, [self.search_budget], memo)
         if plan is None:
             self._search_rest_until = pos + 8
             return tok, None
