@@ -10,13 +10,15 @@ Argument models are pydantic classes whose ``Field`` constraints become the JSON
 enforces. Emails are lower-case strings with ``format: email`` and a pattern (``email-validator`` is not a
 dependency); ``at`` is an RFC 3339 date-time with its offset, written as a pattern so the automaton cannot
 leave the offset out. Arguments with defaults are optional: a request that does not state them leaves them
-out and the defaults apply.
+out and the defaults apply. Two field validators say what a schema cannot: a flight goes to another
+airport, a conversion to another currency; the generator repairs a call that breaks them as it repairs a
+schema error (``structgen.validators.ToolCallValidator``).
 """
 
 import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from structgen.agent import Tool
 
@@ -61,6 +63,13 @@ class SearchFlights(_Args):
     passengers: int = Field(1, ge=1, le=9)
     cabin: Literal["economy", "premium_economy", "business", "first"] = "economy"
 
+    @field_validator("destination")
+    @classmethod
+    def _another_airport(cls, value: str, info: ValidationInfo) -> str:
+        if value == info.data.get("origin"):
+            raise ValueError("the destination must be another airport than the origin")
+        return value
+
 
 class SetReminder(_Args):
     text: str = Field(max_length=100)
@@ -71,6 +80,13 @@ class ConvertCurrency(_Args):
     amount: float = Field(gt=0)
     from_currency: str = Field(pattern=CURRENCY_PATTERN)
     to_currency: str = Field(pattern=CURRENCY_PATTERN)
+
+    @field_validator("to_currency")
+    @classmethod
+    def _another_currency(cls, value: str, info: ValidationInfo) -> str:
+        if value == info.data.get("from_currency"):
+            raise ValueError("to_currency must be another currency than from_currency")
+        return value
 
 
 class DeleteFile(_Args):

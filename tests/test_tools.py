@@ -368,6 +368,53 @@ def test_tool_call_raises_when_no_valid_call(tok4k):
         gen.tool_call("x", [Odd], max_tokens=24)
 
 
+class Trip(BaseModel):
+    """Book a trip between two cities."""
+    origin: Literal["Oslo", "Berlin", "Rome"]
+    destination: Literal["Oslo", "Berlin", "Rome"]
+
+    @field_validator("destination")
+    @classmethod
+    def differs(cls, v, info):
+        if v == info.data.get("origin"):
+            raise ValueError("the destination must differ from the origin")
+        return v
+
+
+def test_a_tool_models_validators_are_repaired_during_generation(tok4k):
+    """A call the schema allows and the tool's pydantic model refuses is re-masked and written again, as a
+    schema error is, instead of being released and refused by ``ToolCall.parse``: random logits pick the same
+    city twice for a third of these seeds, and every call comes out valid."""
+    from structgen.grounding import ground
+    from structgen.validators import ToolCallValidator, validators_for
+
+    spec = tool_call_spec([Trip])
+    checks = validators_for(spec)
+    assert [type(c) for c in checks] == [ToolCallValidator]
+    text = '{"name": "trip", "arguments": {"origin": "Oslo", "destination": "Oslo"}}'
+    (issue,) = checks[0](text)
+    assert "must differ" in issue.message and issue.path == "/arguments/destination"
+    assert text[issue.span[0]:issue.span[1]] == '"Oslo"' and issue.span[0] > text.index("destination")
+    assert checks[0](text.replace('"destination": "Oslo"', '"destination": "Rome"')) == []
+    # the schema first: a call the schema refuses gets the schema's issues, not the model's as well
+    bad = text.replace('"origin": "Oslo"', '"origin": "Paris"')
+    assert [i.validator for i in checks[0](bad)] == ["jsonschema"]
+    # an agent turn's parallel calls: each call against its own tool's model
+    from structgen.agent.turn import TurnSpec
+
+    turn = validators_for(TurnSpec([Trip], "required", parallel_tool_calls=True))
+    assert [type(c) for c in turn] == [ToolCallValidator]
+    two = f'[{text.replace("Oslo", "Rome", 1)}, {text}]'
+    assert [i.path for i in turn[0](two)] == ["/1/arguments/destination"]
+    # grounded, the wrapped spec's tools are checked too
+    grounded = ground(spec, "From Oslo to Rome", True)
+    assert [type(c) for c in validators_for(grounded)] == [ToolCallValidator]
+    for seed in range(12):
+        gen = sg.Generator(sg.models.RandomLogits(tok4k, seed=seed))
+        call = gen.tool_call("Book a trip", [Trip], max_tokens=64)
+        assert call.arguments["origin"] != call.arguments["destination"], seed
+
+
 def test_literal_and_nested_pydantic_tool(tok4k):
     class Ship(BaseModel):
         """Ship an order."""

@@ -4,6 +4,8 @@ A validator is a callable ``text -> list[Issue]`` with a ``name`` (an empty list
 :func:`validators_for` gives the validators that check a spec's results:
 
 - ``JsonSchema`` -> :class:`JsonSchemaValidator` (jsonschema draft 2020-12 with formats, plus pydantic);
+  a tool call (``ToolCallSpec``, grounded or not) -> :class:`ToolCallValidator` when a tool has a pydantic
+  model: the call schema, then the named tool's model on the arguments;
 - ``Grammar``    -> :class:`LarkValidator`, then the grammar's own ``validators`` (user callables, wrapped
   so that an exception inside one becomes an :class:`Issue` naming it instead of a crash);
 - ``Regex``      -> :class:`RegexValidator`;  ``Choice`` -> :class:`ChoiceValidator`.
@@ -23,7 +25,8 @@ from structgen.errors import SpecError
 
 from .base import Issue, Span, Validator, run_validators, tail_span
 from .code import CodeSyntaxValidator
-from .json_schema import JsonSchemaValidator, dialect_for, parse_json_value, pydantic_issues, unresolvable_refs
+from .json_schema import (JsonSchemaValidator, ToolCallValidator, dialect_for, parse_json_value, pydantic_issues,
+                          unresolvable_refs)
 from .json_spans import JsonSpans, JsonSyntaxIssue, json_pointer, parse_with_spans
 from .lark_check import ChoiceValidator, LarkValidator, RegexValidator
 
@@ -34,6 +37,7 @@ __all__ = [
     "run_validators",
     "tail_span",
     "JsonSchemaValidator",
+    "ToolCallValidator",
     "dialect_for",
     "parse_json_value",
     "pydantic_issues",
@@ -91,18 +95,20 @@ _JSON_CACHE_LOCK = threading.Lock()
 
 
 def _json_validator(spec: Any) -> JsonSchemaValidator:
-    """One validator per (schema, model), built once. ``JsonSchema`` has already checked its schema
-    against the 2020-12 meta-schema, so only a schema declaring another draft is checked again."""
+    """One validator per (schema, model, tool models), built once. ``JsonSchema`` has already checked its
+    schema against the 2020-12 meta-schema, so only a schema declaring another draft is checked again."""
     from jsonschema import Draft202012Validator
 
-    key = (spec.key, id(spec.model))
+    models = {t.name: t.model for t in getattr(spec, "tools", ()) if t.model is not None}
+    key = (spec.key, id(spec.model), tuple((name, id(m)) for name, m in models.items()))
     with _JSON_CACHE_LOCK:
         v = _JSON_CACHE.get(key)
-        if v is not None and v.model is spec.model:
+        if v is not None and v.model is spec.model and getattr(v, "models", {}) == models:
             _JSON_CACHE.move_to_end(key)
             return v
     check = dialect_for(spec.schema) is not Draft202012Validator
-    v = JsonSchemaValidator(spec.schema, spec.model, check_schema=check)
+    v = (ToolCallValidator(spec.schema, models, check_schema=check) if models
+         else JsonSchemaValidator(spec.schema, spec.model, check_schema=check))
     with _JSON_CACHE_LOCK:
         _JSON_CACHE[key] = v
         while len(_JSON_CACHE) > _JSON_CACHE_SIZE:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import json
 import re
 from typing import Any
 
@@ -110,17 +111,19 @@ class JsonSchemaValidator:
         return _sorted_unique(issues)
 
 
-def pydantic_issues(model: type, text: str, spans: JsonSpans) -> list[Issue]:
-    """Validate ``text`` with ``model.model_validate_json`` and map each error ``loc`` to a span."""
+def pydantic_issues(model: type, text: str, spans: JsonSpans, at: PathT = (), value: Any = None) -> list[Issue]:
+    """Validate ``text`` with ``model.model_validate_json`` and map each error ``loc`` to a span. With ``at``
+    the model validates only the part of the document at that path (``value``, its parsed value: a tool
+    call's arguments), and its errors are placed under it."""
     from pydantic import ValidationError as PydanticValidationError
 
     who = f"pydantic:{getattr(model, '__name__', 'model')}"
     try:
-        model.model_validate_json(text)
+        model.model_validate_json(json.dumps(value, ensure_ascii=False) if at else text)
     except PydanticValidationError as e:
         issues = []
         for err in e.errors(include_url=False):
-            loc = tuple(err.get("loc", ()))
+            loc = tuple(at) + tuple(err.get("loc", ()))
             path, span = spans.nearest(loc)
             if err.get("type") == "extra_forbidden" and path == loc and spans.member(path):
                 span = spans.member(path)
@@ -129,6 +132,41 @@ def pydantic_issues(model: type, text: str, spans: JsonSpans) -> list[Issue]:
     except Exception as e:  # a custom validator that raised something pydantic does not catch
         return [Issue(f"model {who} raised {type(e).__name__}: {e}", None, "", who)]
     return []
+
+
+class ToolCallValidator(JsonSchemaValidator):
+    """Checks tool calls (``{"name": ..., "arguments": {...}}``, or a list of them: an agent turn's parallel
+    calls) against the schema and then, when the schema passes, each call's arguments against the named
+    tool's pydantic model (``models``: tool name -> model), whose custom validators say what a schema
+    cannot (a flight's two airports differ). The model's errors get their argument's span, so the
+    generator repairs them as it repairs the schema's, instead of ``ToolCall.parse`` refusing the finished
+    call; the order is ``Tool.problems``'s. Any other JSON (a turn's ``{"content": ...}``) gets the schema's
+    verdict alone."""
+
+    def __init__(self, schema: dict | bool, models: dict[str, type], *, check_schema: bool = True):
+        super().__init__(schema, None, check_schema=check_schema)
+        self.models = dict(models)
+
+    def __repr__(self) -> str:
+        return f"ToolCallValidator(models={sorted(self.models)})"
+
+    def __call__(self, text: str) -> list[Issue]:
+        try:
+            value, spans = parse_with_spans(text)
+        except JsonSyntaxIssue as e:
+            return [e.to_issue(self.name)]
+        issues = self.schema_issues(value, spans)
+        if issues:
+            return issues
+        calls = [((), value)] if isinstance(value, dict) else []
+        if isinstance(value, list):
+            calls = [((i,), call) for i, call in enumerate(value)]
+        for at, call in calls:
+            if isinstance(call, dict) and isinstance(call.get("name"), str) and "arguments" in call:
+                model = self.models.get(call["name"])
+                if model is not None:
+                    issues += pydantic_issues(model, text, spans, (*at, "arguments"), call["arguments"])
+        return _sorted_unique(issues)
 
 
 def parse_json_value(text: str, schema_or_model: Any = None) -> Any:
