@@ -4,8 +4,8 @@ A validator is a callable ``text -> list[Issue]`` with a ``name`` (an empty list
 :func:`validators_for` gives the validators that check a spec's results:
 
 - ``JsonSchema`` -> :class:`JsonSchemaValidator` (jsonschema draft 2020-12 with formats, plus pydantic);
-  a tool call (``ToolCallSpec``, grounded or not) -> :class:`ToolCallValidator` when a tool has a pydantic
-  model: the call schema, then the named tool's model on the arguments;
+  a spec with tools (``ToolCallSpec``, an agent's ``TurnSpec``, grounded or not) -> :class:`ToolCallValidator`
+  when a tool has a pydantic model: the schema, then each call's arguments against its tool's model;
 - ``Grammar``    -> :class:`LarkValidator`, then the grammar's own ``validators`` (user callables, wrapped
   so that an exception inside one becomes an :class:`Issue` naming it instead of a crash);
 - ``Regex``      -> :class:`RegexValidator`;  ``Choice`` -> :class:`ChoiceValidator`.

@@ -15,7 +15,8 @@ into an :class:`~.base.Issue` whose span is the smallest part of the text that m
 
 With a pydantic model it also runs ``model.model_validate_json`` (models can enforce what their schema
 cannot, e.g. custom field validators) and maps each error ``loc`` to a span the same way; a pydantic issue
-on a span already reported by the schema is dropped as a duplicate.
+on a span already reported by the schema is dropped as a duplicate. :class:`ToolCallValidator` does the
+same for tool calls, with the model of the tool each call names.
 
 The dialect is draft 2020-12 unless the schema's ``$schema`` declares another draft jsonschema knows
 (draft 4, 6, 7, 2019-09): real-world schemas (a third of MaskBench) are draft 4/7, where ``$id``,
