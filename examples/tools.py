@@ -32,6 +32,15 @@ DATE_TIME_PATTERN = (r"^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][
 Email = Annotated[str, Field(pattern=EMAIL_PATTERN, json_schema_extra={"format": "email"})]
 
 
+def _differs_from(other: str, what: str):
+    """A field validator (for ``field_validator``): the field must hold ``what`` than field ``other``."""
+    def check(cls, value, info: ValidationInfo):
+        if value == info.data.get(other):
+            raise ValueError(f"{info.field_name} must be {what} than {other} ({value})")
+        return value
+    return classmethod(check)
+
+
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -63,12 +72,7 @@ class SearchFlights(_Args):
     passengers: int = Field(1, ge=1, le=9)
     cabin: Literal["economy", "premium_economy", "business", "first"] = "economy"
 
-    @field_validator("destination")
-    @classmethod
-    def _another_airport(cls, value: str, info: ValidationInfo) -> str:
-        if value == info.data.get("origin"):
-            raise ValueError("the destination must be another airport than the origin")
-        return value
+    _another_airport = field_validator("destination")(_differs_from("origin", "another airport"))
 
 
 class SetReminder(_Args):
@@ -81,12 +85,7 @@ class ConvertCurrency(_Args):
     from_currency: str = Field(pattern=CURRENCY_PATTERN)
     to_currency: str = Field(pattern=CURRENCY_PATTERN)
 
-    @field_validator("to_currency")
-    @classmethod
-    def _another_currency(cls, value: str, info: ValidationInfo) -> str:
-        if value == info.data.get("from_currency"):
-            raise ValueError("to_currency must be another currency than from_currency")
-        return value
+    _another_currency = field_validator("to_currency")(_differs_from("from_currency", "another currency"))
 
 
 class DeleteFile(_Args):

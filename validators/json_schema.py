@@ -91,6 +91,10 @@ class JsonSchemaValidator:
             value, spans = parse_with_spans(text)
         except JsonSyntaxIssue as e:
             return [e.to_issue(self.name)]
+        return self.value_issues(value, text, spans)
+
+    def value_issues(self, value: Any, text: str, spans: JsonSpans) -> list[Issue]:
+        """The issues of ``text`` once parsed (``value``, ``spans``): the schema's, then the model's."""
         issues = self.schema_issues(value, spans)
         if self.model is not None:
             seen = {i.span for i in issues}
@@ -151,11 +155,7 @@ class ToolCallValidator(JsonSchemaValidator):
     def __repr__(self) -> str:
         return f"ToolCallValidator(models={sorted(self.models)})"
 
-    def __call__(self, text: str) -> list[Issue]:
-        try:
-            value, spans = parse_with_spans(text)
-        except JsonSyntaxIssue as e:
-            return [e.to_issue(self.name)]
+    def value_issues(self, value: Any, text: str, spans: JsonSpans) -> list[Issue]:
         issues = self.schema_issues(value, spans)
         if issues:
             return issues

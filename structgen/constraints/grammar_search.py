@@ -158,7 +158,7 @@ class _EndgameSearch:
             if k == 1:
                 continue  # one token left: it must complete the output
             if step.forced is None:
-                step.forced = self._forced_after(t)
+                step.forced = self._after(t, lambda m: bytes(m.compute_ff_bytes()))
             if step.forced:  # forced bytes follow: most forced first (``FROM `` before ``- ``)
                 children.append((-len(step.forced), order, t, None, False))
                 continue
@@ -168,7 +168,7 @@ class _EndgameSearch:
                 break
             budget[0] -= 1
             if step.mask is None:
-                step.mask = self._mask_after(t)
+                step.mask = self._after(t, lambda m: m.compute_bitmask())
             child = step.mask
             exempt = bool(self._closes[t]) and closing < 4
             if child in seen and not exempt:
@@ -199,21 +199,13 @@ class _EndgameSearch:
         finally:
             m.rollback(1)
 
-    def _forced_after(self, t: int) -> bytes:
-        """The bytes forced after token ``t`` (allowed here) from the matcher's current state."""
+    def _after(self, t: int, ask):
+        """``ask(matcher)`` after token ``t`` (allowed here) from the matcher's current state (the forced
+        bytes, the grammar mask); the matcher is left unchanged."""
         m = self._m
         m.try_consume_tokens([t])
         try:
-            return bytes(m.compute_ff_bytes())
-        finally:
-            m.rollback(1)
-
-    def _mask_after(self, t: int) -> bytes:
-        """The grammar mask after token ``t`` (allowed here) from the matcher's current state."""
-        m = self._m
-        m.try_consume_tokens([t])
-        try:
-            return m.compute_bitmask()
+            return ask(m)
         finally:
             m.rollback(1)
 
