@@ -265,6 +265,23 @@ def test_the_endgame_search_asks_the_matcher_once_per_node(strict_c, tok4k):
     assert s.completion(ids) == first  # the searches left the matcher where it was
 
 
+def test_the_endgame_benchmark_counts_the_matcher_calls_and_puts_the_class_back(strict_c, tok4k, bench_script):
+    """``benchmarks/endgame_search.py`` counts llguidance's calls by wrapping the matcher class: a search
+    makes calls of each kind it counts, and afterwards the class is as it was. Its 16 jobs are every block
+    length with every commit policy once, as the SQL validity property's sweep."""
+    import llguidance
+
+    eg = bench_script("endgame_search")
+    before = {name: getattr(llguidance.LLMatcher, name) for name in eg.COUNTED}
+    ids = tok4k.encode("SELECT name, price", add_special_tokens=False)
+    with eg.CountingMatcher() as counting:
+        assert strict_c.session(len(ids) + 8).completion(ids)
+    assert all(counting.calls[name] > 0 for name in eg.COUNTED), counting.calls
+    assert {name: getattr(llguidance.LLMatcher, name) for name in eg.COUNTED} == before
+    sweep = eg.jobs(16)
+    assert len({(j["block_length"], j["threshold"], j["tokens_per_step"]) for j in sweep}) == 16
+
+
 def test_finish_prefix_closes_a_runaway_select_list(strict, strict_c, tok4k, shop_db):
     """No prefix of a SELECT list that ran away is a query (the cut has nothing to cut); the finisher
     keeps all but the last few tokens and lets the grammar close it."""
