@@ -409,10 +409,15 @@ def test_a_tool_models_validators_are_repaired_during_generation(tok4k):
     # grounded, the wrapped spec's tools are checked too
     grounded = ground(spec, "From Oslo to Rome", True)
     assert [type(c) for c in validators_for(grounded)] == [ToolCallValidator]
+    repaired = 0
     for seed in range(12):
         gen = sg.Generator(sg.models.RandomLogits(tok4k, seed=seed))
-        call = gen.tool_call("Book a trip", [Trip], max_tokens=64)
+        notes: list[str] = []
+        call = gen.tool_call("Book a trip", [Trip], max_tokens=64,
+                             on_step=lambda e: notes.append(e.note) if e.kind == "remask" else None)
         assert call.arguments["origin"] != call.arguments["destination"], seed
+        repaired += any("must differ" in note for note in notes)
+    assert repaired >= 3  # the model's verdict was what sent them back
 
 
 def test_literal_and_nested_pydantic_tool(tok4k):
