@@ -18,6 +18,7 @@ output text and outcome in order: a change that only makes the search faster lea
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import sys
 import time
@@ -92,12 +93,8 @@ def main() -> None:
     digest = hashlib.sha256()
     tally: Counter = Counter()
     seconds: list[float] = []
-    try:
-        import llguidance  # noqa: F401
-        counting = None if args.no_count else CountingMatcher()
-    except ImportError:  # pragma: no cover - llguidance is a dependency
-        counting = None
-    with C.progress() as bar, (counting or _Nothing()):
+    counting = None if args.no_count else CountingMatcher()
+    with C.progress() as bar, (counting or contextlib.nullcontext()):
         task = bar.add_task("random logits into sg.Sql(shop)", total=args.runs)
         for job in jobs(args.runs):
             kw = dict(job)
@@ -120,14 +117,6 @@ def main() -> None:
                              *COUNTED, "digest"], [row]))
     C.write_json(args.json, {"runs": args.runs, "tally": dict(tally), "seconds": seconds, "calls": calls,
                              "digest": digest.hexdigest(), "environment": C.environment(args)})
-
-
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
 
 
 if __name__ == "__main__":
