@@ -46,6 +46,9 @@ RECIPES: dict[str, tuple[str, dict]] = {
                                               "intermediate_size": 1152, "lr": 1e-3, "batch_size": 64,
                                               "max_batch_tokens": 16384}),
     "gpu": ("gpu", {}),  # the probe made a preset: 6 x 384 with a narrower MLP, stored in bfloat16 (23 MB)
+    # the gpu preset on composed SQL version 2 (HAVING, anti-joins, shares, spreads: training log, "Composed
+    # SQL, version 2"), the SQL experiment a CPU hour could not run: RECIPES="gpu gpu-sql2" in device_grid.sh
+    "gpu-sql2": ("gpu", {"sql_shapes": 2}),
 }
 SHAPE = {"hidden_size", "num_layers", "num_heads", "intermediate_size", "batch_size", "max_batch_tokens", "lr",
          "steps"}  # what --tiny leaves at the tiny preset's values

@@ -57,6 +57,16 @@ def test_gpu_preset_is_the_capacity_recipe_and_fits_the_shipping_limit():
     assert TrainConfig.preset("gpu", device="cpu", minutes=1.0).device == "cpu"  # overrides still apply
 
 
+
+def test_every_train_grid_recipe_is_a_valid_config(bench_script):
+    """A GPU session runs ``benchmarks/train_grid.py``'s recipes on a bare machine with minutes to spare: each
+    recipe's preset and overrides make a valid ``TrainConfig`` (a misspelt setting fails here, not there)."""
+    grid = bench_script("train_grid")
+    configs = {name: TrainConfig(**{**TrainConfig.preset(preset).to_dict(), **overrides}).validated()
+               for name, (preset, overrides) in grid.RECIPES.items()}
+    assert configs["gpu-sql2"].sql_shapes == 2 and configs["gpu"].sql_shapes == 1
+    assert configs["gpu-sql2"].hidden_size == configs["gpu"].hidden_size
+
 def test_save_dtype_is_checked():
     with pytest.raises(ConfigError, match="save_dtype must be one of float32, bfloat16"):
         TrainConfig.tiny(save_dtype="float16")
