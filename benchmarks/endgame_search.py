@@ -41,9 +41,9 @@ COUNTED = ("try_consume_tokens", "compute_ff_bytes", "compute_bitmask")
 def jobs(n: int) -> list[dict]:
     """``n`` generation settings, the property test's sweep in turn (its seeds, block lengths, policies,
     temperatures, questions and canvases), repeated with other seeds past the first 16."""
-    out = []
+    sweep, out = list(product(BLOCKS, POLICIES)), []
     for i in range(n):
-        block, policy = list(product(BLOCKS, POLICIES))[i % 16]
+        block, policy = sweep[i % len(sweep)]
         out.append(dict(seed=7919 * i + 11, block_length=block, temperature=(0.0, 0.8)[(i + i // 4) % 2],
                         question=QUESTIONS[i % len(QUESTIONS)], max_tokens=48 + (5 * i) % 17, **policy))
     return out

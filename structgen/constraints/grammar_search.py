@@ -130,9 +130,7 @@ class _EndgameSearch:
             if node.forced:
                 return self._finish_forced(node.forced, k, budget, choices, memo, path)
             budget[0] -= 1
-            if choices is not None and choices <= 0:
-                return None  # no free choice left: the mask would not be looked at
-            if node.raw is None:
+            if node.raw is None and (choices is None or choices > 0):  # none when no free choice is left
                 node.raw = m.compute_bitmask()
             raw = node.raw
         if choices is not None and choices <= 0:
