@@ -43,7 +43,9 @@ def strict_c(strict, tok4k):
 STEP_BUDGET = 50_000_000
 
 
-def test_every_query_the_strict_grammar_derives_runs_and_validates(strict, shop_db):
+def _runner(shop_db):
+    """A read-only connection to the shop database, and ``run(query)``: None when the query runs (or is still
+    running without an error after ``STEP_BUDGET`` steps: "stopped"), else SQLite's error message."""
     con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
     ticks = [0]
 
@@ -52,36 +54,43 @@ def test_every_query_the_strict_grammar_derives_runs_and_validates(strict, shop_
         return int(ticks[0] * 10_000 > STEP_BUDGET)
 
     con.set_progress_handler(over_budget, 10_000)
-    checks = validators_for(strict)
-    queries = _derivations(strict.text, 100, seed=11) + _derivations(strict.text, 100, seed=12, max_depth=10)
-    failed, stopped = [], 0
-    for q in queries:
+    stopped = [0]
+
+    def run(q: str) -> str | None:
         ticks[0] = 0
         try:
             con.execute(q).fetchmany(3)
         except sqlite3.OperationalError as e:
-            if str(e) != "interrupted" or ticks[0] * 10_000 <= STEP_BUDGET:
-                failed.append((q, str(e)))
-                continue
-            stopped += 1  # still running without an error after the budget
+            if str(e) == "interrupted" and ticks[0] * 10_000 > STEP_BUDGET:
+                stopped[0] += 1
+                return None
+            return str(e)
         except sqlite3.Error as e:
-            failed.append((q, str(e)))
-            continue
-        if _issues(checks, q):
-            failed.append((q, _issues(checks, q)[0].message))
+            return str(e)
+        return None
+    return run, stopped
+
+
+def test_every_query_the_strict_grammar_derives_runs_and_validates(strict, shop_db):
+    run, stopped = _runner(shop_db)
+    checks = validators_for(strict)
+    queries = _derivations(strict.text, 100, seed=11) + _derivations(strict.text, 100, seed=12, max_depth=10)
+    failed = []
+    for q in queries:
+        error = run(q)
+        if error is None:
+            issues = _issues(checks, q)
+            error = issues[0].message if issues else None
+        if error:
+            failed.append((q, error))
     assert not failed, failed[:3]
-    assert stopped <= len(queries) // 20, f"{stopped} of {len(queries)} queries ran past the step budget"
+    assert stopped[0] <= len(queries) // 20, f"{stopped[0]} of {len(queries)} queries ran past the step budget"
 
 
 def test_the_default_grammar_derives_queries_that_do_not_run(spec_default, shop_db):
     # the contrast that makes the strict grammar worth having: the same derivations from the default one
-    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
-    errors = 0
-    for q in _derivations(spec_default.text, 150, seed=11):
-        try:
-            con.execute(q).fetchmany(1)
-        except sqlite3.Error:
-            errors += 1
+    run, _ = _runner(shop_db)
+    errors = sum(run(q) is not None for q in _derivations(spec_default.text, 150, seed=11))
     assert errors > 30
 
 

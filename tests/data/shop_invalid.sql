@@ -45,6 +45,8 @@
 -- syntax: SELECT name FROM customers WHERE id = 1 -- comment
 -- syntax: SELECT name FROM customers /* comment */
 -- syntax: SELECT name FROM products WHERE price = --1
+-- syntax: SELECT IIF(price > 50, 'high') FROM products
+-- syntax: SELECT COALESCE(price) FROM products
 -- syntax: SELECT name FROM customers UNION SELECT name FROM products
 -- misplaced_aggregate: SELECT name FROM customers WHERE COUNT(*) > 1
 -- misplaced_aggregate: SELECT SUM(COUNT(*)) FROM orders

@@ -114,3 +114,5 @@ SELECT c.name, COUNT(DISTINCT p.category) AS kinds FROM customers AS c JOIN orde
 SELECT o.id, o.order_date FROM orders AS o JOIN orders AS o2 ON o2.customer_id = o.customer_id AND o2.order_date = o.order_date AND o2.id <> o.id
 SELECT name, price FROM products WHERE price > 2 * (SELECT AVG(price) FROM products) ORDER BY price DESC
 SELECT c.country, ROUND(100.0 * SUM(CASE WHEN o.status = 'cancelled' THEN 1 ELSE 0 END) / COUNT(*), 1) AS cancel_rate FROM customers AS c JOIN orders AS o ON o.customer_id = c.id GROUP BY c.country ORDER BY cancel_rate DESC
+SELECT name, price * 2 + -1 || ' EUR' AS label FROM products WHERE NOT price < 5 AND id % 2 = 0 OR id = 1 LIMIT 5
+SELECT COALESCE(NULL, city, country) AS place, IIF(id > 3, 'late', 'early') AS era FROM customers LIMIT 4
