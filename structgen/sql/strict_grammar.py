@@ -3,7 +3,9 @@
 
 It is built from the same rule templates as the default grammar (``structgen.sql.grammar``, whose module
 docstring says what it holds and why) and keeps only what a context-free grammar can check completely, so
-that every sentence runs on the database.
+that every sentence runs on the database. One known exception: without foreign-key joins (``on``), a
+top-level join's ON may name any table of its scope, and SQLite refuses a ``LEFT JOIN`` whose ON names a
+table declared after it; the validators catch that (an xfail test in ``tests/test_sql_strict.py`` marks it).
 """
 
 from __future__ import annotations
