@@ -33,7 +33,7 @@ def defer_iri_parsers() -> bool:
     except (ImportError, ValueError):
         return False
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    helpers = [Path(loc) / "syntax_helpers.py" for loc in locations]
+    helpers = [Path(loc) / f"{_HELPERS.rpartition('.')[2]}.py" for loc in locations]
     if not any(f.is_file() and "def is_valid_syntax(" in f.read_text(encoding="utf-8", errors="replace")
                for f in helpers):
         return False  # another layout than the one the stand-in knows: leave the package to import itself
