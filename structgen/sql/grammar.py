@@ -88,11 +88,13 @@ rules and require llguidance to accept them.
 
 **Strict** (``specialise(schema, strict=True)``, ``sg.Sql(db, strict=True)``, the generator's fallback when
 repair runs out): only the outermost query's exact scopes (one table; a join of up to
-``EXACT_JOIN_MAX_TABLES`` tables, each declared once; a self-join), and subqueries of one table and one
+``EXACT_JOIN_MAX_TABLES`` tables, each declared once, a ``LEFT JOIN``'s ``ON`` naming only the tables declared
+up to it; a self-join), and subqueries of one table and one
 result column that name only their own table (``u{i}``: no correlation, so no scope a CFG cannot see); no
 subquery in FROM; ORDER BY and GROUP BY terms are a column, a function call or (ORDER BY of a grouped query)
 an aggregate — never an output alias or a bare integer, which SQLite reads as a result column's index and
-range-checks. Every sentence of it runs (``tests/test_sql_strict.py`` runs random derivations).
+range-checks. Every sentence of it runs (``tests/test_sql_strict.py`` runs random derivations, and many
+ways of joining three tables).
 """
 
 from __future__ import annotations
@@ -306,7 +308,7 @@ def generic_grammar() -> str:
 
 
 def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, str]],
-                       on: Callable | None = None) -> list[_Scope]:
+                       on: Callable | None = None, strict: bool = False) -> list[_Scope]:
     """The outermost query's exact joined scopes, one per set ``A`` of two or more tables and way of naming
     them: every table declared ``t AS a`` (scope ``k{bits}``, columns qualified by those aliases) or every
     table by its bare name (scope ``b{bits}``, columns qualified by those names). Only the names of ``A``
@@ -314,8 +316,11 @@ def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[st
     set of tables declared so far (``f{scope}_{done}``), so a name can be neither missing nor declared
     twice. ``on(qualifiers, i, done)``: the ON condition that joins table ``i`` to the tables in bitmask
     ``done`` (None: it cannot join them; ``fk_joins.foreign_key_on``), by default any expression of the
-    scope; a set of tables that cannot all be joined that way gets no scope. Appends the FROM rules to
-    ``des_rules``; returns the scopes."""
+    scope; a set of tables that cannot all be joined that way gets no scope. ``strict``: the keywords are
+    the strict grammar's (``join_kw``; ``INNER_JOIN`` and ``LEFT_JOIN``, never ``JOIN_KW``), and a ``LEFT JOIN``'s
+    default ON names only the tables declared up to it (the expression of the scope of those tables), since
+    SQLite refuses one that names a later table. Appends the FROM rules to ``des_rules``; returns the
+    scopes."""
     tables = schema.tables
     styles = {"k": [(f'{_lit(quote_ident(t.name))} " AS " {_lit(aliases[t.name][0])}', aliases[t.name][0])
                     for t in tables],
@@ -335,10 +340,11 @@ def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[st
                                and (done | 1 << i == bits or joins.get(done | 1 << i))
                                and (c := cond(i, done)) is not None]
             for done, ways in sorted(joins.items()):
-                rest = {i: "" if done | 1 << i == bits else f" f{s}_{done | 1 << i}" for i, _ in ways}
                 if ways:
                     des_rules.append((f"f{s}_{done}", " | ".join(
-                        f'JOIN_KW {named[i][0]} " ON " {c}{rest[i]}' for i, c in ways)))
+                        _join_alternatives(style, bits, done, i, named[i][0], c, strict and on is None)
+                        if strict else f'JOIN_KW {named[i][0]} " ON " {c}{_rest(s, bits, done | 1 << i)}'
+                        for i, c in ways)))
             starts = [i for i in members if joins.get(1 << i)]
             if not starts:
                 continue
@@ -347,6 +353,25 @@ def _top_joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[st
             from_ = " | ".join(f"{named[i][0]} f{s}_{1 << i}" for i in starts)
             scopes.append(_Scope(s, col, from_, order_alias=True, star=star))
     return scopes
+
+
+def _rest(s: str, bits: int, declared: int) -> str:
+    """What follows a join that leaves the tables in ``declared`` declared: nothing once they are all of
+    scope ``s``'s tables ``bits``, else the FROM rule of that set."""
+    return "" if declared == bits else f" f{s}_{declared}"
+
+
+def _join_alternatives(style: str, bits: int, done: int, i: int, table: str, on: str,
+                       left_sees_declared: bool) -> str:
+    """The strict grammar's joins of table ``i`` (declared as ``table``) to the tables in ``done``, in scope
+    ``{style}{bits}``, with ON condition ``on``; ``left_sees_declared``: a ``LEFT JOIN`` that is not the
+    last join has the ON of the scope of the tables declared so far instead (its own expression rules)."""
+    s, declared = f"{style}{bits}", done | 1 << i
+    rest = _rest(s, bits, declared)
+    if not left_sees_declared or declared == bits:
+        return f'join_kw {table} " ON " {on}{rest}'
+    return (f'INNER_JOIN {table} " ON " {on}{rest} | '
+            f'LEFT_JOIN {table} " ON " expr_{style}{declared}_n{rest}')
 
 
 def _single_table_scopes(i: int, tname: str, alias: str) -> list[_Scope]:
@@ -366,15 +391,15 @@ def _out_alias_terminal(schema: DbSchema, aliases: dict, derived: Iterable[str] 
     return f"/{alias_regex(excluded)}/"
 
 
-def _self_join_scopes(schema: DbSchema, aliases: dict) -> list[_Scope]:
+def _self_join_scopes(schema: DbSchema, aliases: dict, join_kw: str = "JOIN_KW") -> list[_Scope]:
     """One self-join scope per table (``s{i}``: ``t AS a JOIN t AS a2 ON ...``, columns qualified by both
-    aliases, nothing else joined)."""
+    aliases, nothing else joined); ``join_kw``: the symbol of the join keywords."""
     scopes = []
     for i, t in enumerate(schema.tables):
         a1, a2 = (_lit(a) for a in aliases[t.name])
         tname = _lit(quote_ident(t.name))
         scopes.append(_Scope(f"s{i}", f'({a1} | {a2}) "." cols_{i}',
-                             f'{tname} " AS " {a1} JOIN_KW {tname} " AS " {a2} " ON " expr_s{i}_n',
+                             f'{tname} " AS " {a1} {join_kw} {tname} " AS " {a2} " ON " expr_s{i}_n',
                              order_alias=True, star=f'({a1} | {a2}) ".*"'))
     return scopes
 

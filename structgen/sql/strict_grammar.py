@@ -3,9 +3,9 @@
 
 It is built from the same rule templates as the default grammar (``structgen.sql.grammar``, whose module
 docstring says what it holds and why) and keeps only what a context-free grammar can check completely, so
-that every sentence runs on the database. One known exception: without foreign-key joins (``on``), a
-top-level join's ON may name any table of its scope, and SQLite refuses a ``LEFT JOIN`` whose ON names a
-table declared after it; the validators catch that (an xfail test in ``tests/test_sql_strict.py`` marks it).
+that every sentence runs on the database. A top-level join's ON names any table of its scope, except that a
+``LEFT JOIN``'s names only the tables declared up to it: SQLite refuses one that names a later table ("ON
+clause references tables to its right"), though it accepts that in an inner join.
 """
 
 from __future__ import annotations
@@ -17,6 +17,10 @@ from .grammar import (_CLASS_TERMINALS, _CLAUSE_RULES, _TERMINALS, EXACT_JOIN_MA
                       _single_table_scopes, _top_joined_scopes)
 from .names import quote_ident, table_aliases
 from .schema import DbSchema
+
+
+#: the join keywords as two terminals (the default grammar's ``JOIN_KW`` is their union)
+_STRICT_JOIN_TERMINALS = {"INNER_JOIN": '" JOIN " | " INNER JOIN "', "LEFT_JOIN": '" LEFT JOIN "'}
 
 
 def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=None) -> str:
@@ -35,9 +39,9 @@ def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=N
         tops += _single_table_scopes(i, tname, aliases[t.name][0])
         subs.append(_Scope(f"u{i}", f'cols_{i} | {_lit(tname)} "." cols_{i}', _lit(tname), order_alias=False,
                            one_item=True))
-    if len(schema.tables) <= EXACT_JOIN_MAX_TABLES:
-        tops += _top_joined_scopes(schema, aliases, des_rules, on)  # on: fk_joins.foreign_key_on or None
-    tops += _self_join_scopes(schema, aliases)
+    if len(schema.tables) <= EXACT_JOIN_MAX_TABLES:  # on: fk_joins.foreign_key_on or None
+        tops += _top_joined_scopes(schema, aliases, des_rules, on, strict=True)
+    tops += _self_join_scopes(schema, aliases, join_kw="join_kw")
     scopes = [replace(sc, order_alias=False, named_terms=True) for sc in tops + subs]
     rules: list[tuple[str, str]] = [
         ("start", "top"),
@@ -46,8 +50,10 @@ def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=N
     ]
     for sc in scopes:
         rules += _scope_rules(sc)
-    rules += _CLAUSE_RULES + des_rules
+    rules += _CLAUSE_RULES + [("join_kw", "INNER_JOIN | LEFT_JOIN")] + des_rules
     terminals = {"OUT_ALIAS": _out_alias_terminal(schema, aliases), **_TERMINALS, **_CLASS_TERMINALS}
+    del terminals["JOIN_KW"]  # a LEFT JOIN's ON may see less than an inner join's: two terminals
+    terminals.update(_STRICT_JOIN_TERMINALS)
     if string_terminal is not None:  # grounded SQL (structgen.sql.grounded)
         terminals["STRING"] = string_terminal
     header = (f"SQLite SELECT, canonical form, specialised to one schema (digest {schema.digest}), strict.\n"
