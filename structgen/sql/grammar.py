@@ -181,16 +181,17 @@ _CLASS_TERMINALS = {
 
 def _expr_rules(s: str, agg: bool, col: str) -> list[tuple[str, str]]:
     """The expression rules of scope ``s`` at one aggregate level (``_a``: aggregates allowed; ``_n``:
-    none, and the level of aggregate arguments), loosest first. A chain of binary operators of any
-    precedence is one rule (``OR`` and ``AND``; ``+ - * / % ||``): the grammar decides what is valid, not
-    how it groups, and each rule is an Earley item per scope that every token before ``FROM`` carries
-    (module docstring)."""
+    none, and the level of aggregate arguments), loosest first; ``col``: the alternatives of a column
+    reference, written into the primaries. A chain of binary operators of any precedence is one rule
+    (``OR`` and ``AND``; ``+ - * / % ||``), and a predicate's first operand and a primary's column are
+    written in place rather than named: the grammar decides what is valid, not how it groups, and each
+    rule is an Earley item per scope that every token before ``FROM`` carries (module docstring)."""
     x = f"{s}_{'a' if agg else 'n'}"
     e = f"expr_{x}"
     return [
         (e, f'not_{x} ((" OR " | " AND ") not_{x})*'),
         (f"not_{x}", f'"NOT " not_{x} | pred_{x}'),
-        (f"pred_{x}", f"rel_{x} tail_{x}?"),
+        (f"pred_{x}", f"sum_{x} (REL_OP sum_{x})? tail_{x}?"),
         (f"tail_{x}", " | ".join([
             f"CMP_OP rel_{x}", "IS_NULL", f'IN_OP (query | list_{x}) ")"', f"LIKE_OP rel_{x}",
             f'BETWEEN_OP rel_{x} " AND " rel_{x}',
@@ -252,6 +253,7 @@ def _scope_rules(sc: _Scope) -> list[tuple[str, str]]:
             (f"oterm_a_{s}", f"(col_{s} | agg_{s} | func_{s}_a) ORDER_DIR?"),
             (f"order_n_{s}", f'(" ORDER BY " oterm_n_{s} (", " oterm_n_{s})*)?'),
             (f"oterm_n_{s}", f"(col_{s} | func_{s}_n) ORDER_DIR?"),
+            (f"col_{s}", sc.col),
         ]
     else:
         oterm = f"({a} | OUT_ALIAS)" if sc.order_alias else a
@@ -262,11 +264,10 @@ def _scope_rules(sc: _Scope) -> list[tuple[str, str]]:
         ]
     rules += [
         (f"from_{s}", sc.from_),
-        (f"col_{s}", sc.col),
         _agg_rule(s),
     ]
-    rules += _expr_rules(s, True, f"col_{s}")
-    rules += _expr_rules(s, False, f"col_{s}")
+    rules += _expr_rules(s, True, sc.col)
+    rules += _expr_rules(s, False, sc.col)
     return rules
 
 
