@@ -125,10 +125,10 @@ def test_generic_grammar_file_is_generated_from_the_module():
 def _derivations(text: str, n: int, seed: int, max_depth: int = 8) -> list[str]:
     """``n`` random sentences derived from the Lark grammar ``text`` (regex terminals from a sample pool,
     past ``max_depth`` the shallowest expansion), to compare what llguidance accepts with what Lark derives."""
-    from structgen.sql.grammar import _CLASS_TERMINALS
-    from structgen.sql.strict_grammar import _STRICT_JOIN_TERMINALS
+    from structgen.sql.grammar_rules import CLASS_TERMINALS
+    from structgen.sql.strict_grammar import STRICT_JOIN_TERMINALS
 
-    classes = {**_CLASS_TERMINALS, **_STRICT_JOIN_TERMINALS}
+    classes = {**CLASS_TERMINALS, **STRICT_JOIN_TERMINALS}
 
     pool = {"IDENT": ["a", "Dname", "Wx", "NULLx", "DISTINCTx", "ASx", "ORx", "c2", '"x y"', "date", "sub"],
             "OUT_ALIAS": ["n", "total", "x1", "selected", "namex", "d", "w", "asx"],

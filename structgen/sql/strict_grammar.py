@@ -12,15 +12,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .grammar import (_CLASS_TERMINALS, _CLAUSE_RULES, _TERMINALS, EXACT_JOIN_MAX_TABLES, _alts, _lit,
-                      _out_alias_terminal, _render, _Scope, _scope_rules, _self_join_scopes,
-                      _single_table_scopes, _top_joined_scopes)
+from .grammar import EXACT_JOIN_MAX_TABLES
+from .grammar_rules import CLASS_TERMINALS, CLAUSE_RULES, TERMINALS, Scope, alts, lit, render, scope_rules
 from .names import quote_ident, table_aliases
 from .schema import DbSchema
+from .top_scopes import joined_scopes, out_alias_terminal, self_join_scopes, single_table_scopes
 
 
 #: the join keywords as two terminals (the default grammar's ``JOIN_KW`` is their union)
-_STRICT_JOIN_TERMINALS = {"INNER_JOIN": '" JOIN " | " INNER JOIN "', "LEFT_JOIN": '" LEFT JOIN "'}
+STRICT_JOIN_TERMINALS = {"INNER_JOIN": '" JOIN " | " INNER JOIN "', "LEFT_JOIN": '" LEFT JOIN "'}
 
 
 def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=None) -> str:
@@ -30,18 +30,18 @@ def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=N
     only their own table (``u{i}``). ORDER BY and GROUP BY terms are named (columns, aggregates, function
     calls), never an output alias or a bare integer."""
     aliases = table_aliases(schema)
-    tops: list[_Scope] = []
-    subs: list[_Scope] = []
+    tops: list[Scope] = []
+    subs: list[Scope] = []
     des_rules: list[tuple[str, str]] = []
     for i, t in enumerate(schema.tables):
         tname = quote_ident(t.name)
-        des_rules.append((f"cols_{i}", _alts(_lit(c) for c in (quote_ident(c) for c in t.column_names))))
-        tops += _single_table_scopes(i, tname, aliases[t.name][0])
-        subs.append(_Scope(f"u{i}", f'cols_{i} | {_lit(tname)} "." cols_{i}', _lit(tname), order_alias=False,
-                           one_item=True))
+        des_rules.append((f"cols_{i}", alts(lit(c) for c in (quote_ident(c) for c in t.column_names))))
+        tops += single_table_scopes(i, tname, aliases[t.name][0])
+        subs.append(Scope(f"u{i}", f'cols_{i} | {lit(tname)} "." cols_{i}', lit(tname), order_alias=False,
+                          one_item=True))
     if len(schema.tables) <= EXACT_JOIN_MAX_TABLES:  # on: fk_joins.foreign_key_on or None
-        tops += _top_joined_scopes(schema, aliases, des_rules, on, strict=True)
-    tops += _self_join_scopes(schema, aliases, join_kw="join_kw")
+        tops += joined_scopes(schema, aliases, des_rules, on, strict=True)
+    tops += self_join_scopes(schema, aliases, join_kw="join_kw")
     scopes = [replace(sc, order_alias=False, named_terms=True) for sc in tops + subs]
     rules: list[tuple[str, str]] = [
         ("start", "top"),
@@ -49,11 +49,11 @@ def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=N
         ("query", " | ".join(f"query_{sc.name}" for sc in scopes if sc.one_item)),
     ]
     for sc in scopes:
-        rules += _scope_rules(sc)
-    rules += _CLAUSE_RULES + [("join_kw", "INNER_JOIN | LEFT_JOIN")] + des_rules
-    terminals = {"OUT_ALIAS": _out_alias_terminal(schema, aliases), **_TERMINALS, **_CLASS_TERMINALS}
+        rules += scope_rules(sc)
+    rules += CLAUSE_RULES + [("join_kw", "INNER_JOIN | LEFT_JOIN")] + des_rules
+    terminals = {"OUT_ALIAS": out_alias_terminal(schema, aliases), **TERMINALS, **CLASS_TERMINALS}
     del terminals["JOIN_KW"]  # a LEFT JOIN's ON may see less than an inner join's: two terminals
-    terminals.update(_STRICT_JOIN_TERMINALS)
+    terminals.update(STRICT_JOIN_TERMINALS)
     if string_terminal is not None:  # grounded SQL (structgen.sql.grounded)
         terminals["STRING"] = string_terminal
     header = (f"SQLite SELECT, canonical form, specialised to one schema (digest {schema.digest}), strict.\n"
@@ -61,4 +61,4 @@ def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=N
               "rI_0 (FROM the table), rI_1 (FROM it AS its alias), kBITS / bBITS (a join of the tables in BITS, "
               "each AS its alias / by its bare name), sI (a self-join); subqueries: uI (one table, one column); "
               + ", ".join(f"I={i} {t.name}" for i, t in enumerate(schema.tables)) + ".")
-    return _render(header, rules, terminals)
+    return render(header, rules, terminals)
