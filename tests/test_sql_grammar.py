@@ -463,3 +463,24 @@ def test_random_logits_generate_parseable_sql(spec, tok4k):
         r = gen.generate("How many customers are there?", spec, max_tokens=48, strict=False)
         assert r.engine == "grammar" and r.text.startswith("SELECT ")
         assert not lark_check(r.text), (seed, r.text)
+
+
+def test_the_grammar_step_benchmark_walks_each_gold_query_and_cuts_it_at_from(bench_script, tok4k, vocab):
+    import llguidance
+
+    from structgen.train.data import examples
+
+    bench = bench_script("sql_grammar_steps")
+    texts = bench.grammar_texts()
+    assert set(texts) == {"default", "strict", "foreign keys"} and texts["default"] == specialise(
+        DbSchema.read(bench.SHOP))
+    golds = [ex.gold for ex in examples("sql", "heldout", 8, seed=1234)]
+    grammar = llguidance.LLMatcher.grammar_from_lark(texts["default"])
+    queries, cuts = bench.accepted(llguidance, vocab, tok4k, grammar, golds)
+    assert len(queries) == len(golds)  # the default grammar holds every gold query
+    for q, ids, k in zip(golds, queries, cuts):
+        head = q[:q.index(" FROM ") + len(" FROM ")]
+        assert tok4k.decode(ids[:k]).startswith(head) and not tok4k.decode(ids[:k - 1]).startswith(head)
+    before, after = bench.walk(llguidance, vocab, grammar, queries, cuts)
+    assert before > 0 and after > 0
+    assert bench.accepted(llguidance, vocab, tok4k, grammar, ["SELECT nope FROM customers"]) == ([], [])
