@@ -139,7 +139,7 @@ def test_the_strict_grammar_refuses_a_left_join_on_naming_a_later_table(strict_c
 
 
 def test_the_strict_grammar_accepts_exactly_the_joins_sqlite_runs(strict_c, vocab, shop_db):
-    # three tables in every order (a third of them), inner and left joins, each ON naming one of the three: the
+    # three tables in eight of their 24 orders, inner and left joins, each ON naming one of the three: the
     # grammar accepts a query iff no LEFT JOIN's ON names a table declared after it, and all it accepts run
     # (SQLite accepts a few that break the rule, when a later inner join's ON names the LEFT JOIN's table)
     con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
