@@ -140,6 +140,10 @@ def sql(
     timeout: float = typer.Option(5.0, "--timeout", help="Seconds a query may run."),
     ground: bool = typer.Option(False, "--ground", help="Every string literal is a part of the question, a "
                                 "value it states, a value of a low-cardinality column or a date format."),
+    strict: bool = typer.Option(False, "--strict", help="Write in the strict grammar from the start, every query "
+                                "of which runs: one table or a join of each table once, subqueries of one table "
+                                "and one column, no output alias in ORDER BY (the default grammar turns to it "
+                                "only when repair runs out)."),
     model: Optional[str] = MODEL_OPT,
     max_tokens: int = typer.Option(128, "--max-tokens", "-n", help="Canvas length in tokens."),
     block_length: int = BLOCK_OPT,
@@ -157,7 +161,7 @@ def sql(
     from structgen.sql import run_query
 
     try:
-        spec = sg.Sql(db)
+        spec = sg.Sql(db, strict=strict)
         gen = load_generator(model, device, block_length=block_length, threshold=threshold,
                          tokens_per_step=tokens_per_step, temperature=temperature, seed=seed)
         r = gen.generate(question, spec, max_tokens=max_tokens, on_step=_trace_printer(gen) if trace else None,

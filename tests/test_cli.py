@@ -126,6 +126,24 @@ def test_sql_ground_writes_only_stated_literals(shop_db):
     assert StatedLiteralsValidator(stated_literals(QUESTION, DbSchema.read(shop_db)))(text) == [], text
 
 
+def test_sql_strict_writes_in_the_strict_grammar(shop_db, tok4k, vocab):
+    import structgen as sg
+    from structgen.sql import run_query
+
+    # the embedded model answers this with an output alias in ORDER BY ("... AS n ... ORDER BY n DESC"), which
+    # the default grammar allows and the strict one does not
+    question = "How many orders per status?"
+    strict = sg.compile(sg.Sql(shop_db, strict=True), tok4k)
+    r = runner.invoke(app, ["sql", "--db", str(shop_db), question, "--strict", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["valid"] is True and not out["fallback"], out
+    assert strict.accepts(vocab.encode(out["text"])), out["text"]
+    run_query(shop_db, out["text"])
+    default = json.loads(runner.invoke(app, ["sql", "--db", str(shop_db), question, "--json"]).stdout)["text"]
+    assert not strict.accepts(vocab.encode(default)), default  # the option is what made the difference
+
+
 def test_sql_missing_database_exits_2(tmp_path):
     missing = tmp_path / "nowhere" / "missing.sqlite"
     r = runner.invoke(app, ["sql", "--db", str(missing), QUESTION, "--model", "random", "--max-tokens", "48"])
