@@ -4,10 +4,10 @@ one database (``specialise(schema)``, the grammar of ``sg.Sql``).
 This module is the one source of both grammars and says here what they hold; it assembles them from the
 rule templates of ``grammar_rules`` (terminals, one scope's query and expression rules) and the outermost
 query's scopes of ``top_scopes``, and the names they use (keywords, quoting, table and output aliases) come
-from ``names``. ``generic_grammar()`` is the text of
-``grammars/sqlite_select.lark`` (regenerate the file from it, as its header says; a test checks that it is
-current). Both compile on llguidance (the grammar engine) and on Lark's Earley parser (the
-``LarkValidator``): plain BNF, no templates, priorities, ``?``/``!`` markers, imports or look-around.
+from ``names``. ``generic_grammar()`` is the text of ``grammars/sqlite_select.lark`` (regenerate the file
+from it, as its header says; a test checks that it is current). Both compile on llguidance (the grammar
+engine) and on Lark's Earley parser (the ``LarkValidator``): plain BNF, no templates, priorities, ``?``/``!``
+markers, imports or look-around.
 
 **Language.** One read-only statement: ``SELECT [DISTINCT] items FROM ... [WHERE] [GROUP BY [HAVING]]
 [ORDER BY [ASC|DESC]] [LIMIT [OFFSET]]``, ``[INNER|LEFT] JOIN ... ON``, subqueries in FROM (with an alias),
@@ -90,13 +90,13 @@ rules and require llguidance to accept them.
 
 **Strict** (``specialise(schema, strict=True)``, ``sg.Sql(db, strict=True)``, the generator's fallback when
 repair runs out): only the outermost query's exact scopes (one table; a join of up to
-``EXACT_JOIN_MAX_TABLES`` tables, each declared once, a ``LEFT JOIN``'s ``ON`` naming only the tables declared
-up to it; a self-join), and subqueries of one table and one
-result column that name only their own table (``u{i}``: no correlation, so no scope a CFG cannot see); no
-subquery in FROM; ORDER BY and GROUP BY terms are a column, a function call or (ORDER BY of a grouped query)
-an aggregate — never an output alias or a bare integer, which SQLite reads as a result column's index and
-range-checks. Every sentence of it runs (``tests/test_sql_strict.py`` runs random derivations, and many
-ways of joining three tables).
+``EXACT_JOIN_MAX_TABLES`` tables, each declared once, a ``LEFT JOIN``'s ``ON`` naming only the tables
+declared up to it; a self-join), and subqueries of one table and one result column that name only their
+own table (``u{i}``: no correlation, so no scope a CFG cannot see); no subquery in FROM; ORDER BY and
+GROUP BY terms are a column, a function call or (ORDER BY of a grouped query) an aggregate — never an
+output alias or a bare integer, which SQLite reads as a result column's index and range-checks. Every
+sentence of it runs (``tests/test_sql_strict.py`` runs random derivations, and many ways of joining three
+tables).
 """
 
 from __future__ import annotations

@@ -30,8 +30,9 @@ def alts(items: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class Scope:
-    """One scope: rule suffix, the body of its column reference rule and of its FROM clause, and whether
-    a bare output alias may stand as an ORDER BY term. ``named_terms``: ORDER BY and GROUP BY terms are a
+    """One scope: rule suffix, the alternatives of a column reference (written into its primaries; the
+    strict grammar's ``col_{name}`` rule too) and the body of its FROM clause, and whether a bare output
+    alias may stand as an ORDER BY term. ``named_terms``: ORDER BY and GROUP BY terms are a
     column, an aggregate or a function call only (any expression may be a bare integer, which SQLite reads
     as a result column's index and range-checks); ``one_item``: the query has exactly one result column
     (a subquery used as a value). Both are the strict grammar's."""
@@ -166,6 +167,7 @@ CLAUSE_RULES = [("limit", '(" LIMIT " INT (" OFFSET " INT)?)?'), ("distinct", '"
 
 
 def render(header: str, rules: list[tuple[str, str]], terminals: dict[str, str]) -> str:
+    """The Lark text of ``rules`` and ``terminals`` (name, body) under ``header`` as comment lines."""
     lines = [f"// {line}".rstrip() for line in header.strip("\n").split("\n")]
     lines.append("")
     for name, body in rules:
