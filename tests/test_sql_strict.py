@@ -161,6 +161,16 @@ def test_the_strict_grammar_accepts_exactly_the_joins_sqlite_runs(strict_c, voca
     assert not wrong, wrong[:3]
 
 
+def test_an_overflow_only_the_data_decide_passes_the_strict_grammar_and_not_the_validators(strict, strict_c, vocab):
+    from structgen.validators import run_validators
+
+    # SQLite prepares it and fails while summing (70 customers x 1e18 > 2^63): no grammar sees that
+    q = "SELECT SUM(999999999999 * 999999) FROM customers"
+    assert strict_c.accepts(vocab.encode(q))
+    issues = run_validators(validators_for(strict), q)
+    assert [i.validator for i in issues] == ["sqlite-run"] and "integer overflow" in issues[0].message, issues
+
+
 def test_strict_spec_attributes(strict, spec_default, shop_db):
     assert strict.strict and strict.fallback is None and strict.text == specialise(strict.schema, strict=True)
     assert repr(strict).endswith("strict=True)") and strict.key != spec_default.key

@@ -96,7 +96,8 @@ own table (``u{i}``: no correlation, so no scope a CFG cannot see); no subquery 
 GROUP BY terms are a column, a function call or (ORDER BY of a grouped query) an aggregate — never an
 output alias or a bare integer, which SQLite reads as a result column's index and range-checks. Every
 sentence of it runs (``tests/test_sql_strict.py`` runs random derivations, and many ways of joining three
-tables).
+tables), barring an arithmetic overflow that only the data decide (an integer ``SUM`` past 2^63; the
+validators run the query and catch it).
 """
 
 from __future__ import annotations

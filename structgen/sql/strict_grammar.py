@@ -5,7 +5,9 @@ It is built from the same rule templates as the default grammar (``structgen.sql
 docstring says what it holds and why) and keeps only what a context-free grammar can check completely, so
 that every sentence runs on the database. A top-level join's ON names any table of its scope, except that a
 ``LEFT JOIN``'s names only the tables declared up to it: SQLite refuses one that names a later table ("ON
-clause references tables to its right"), though it accepts that in an inner join.
+clause references tables to its right"), though it accepts that in an inner join. "Runs" means that SQLite
+prepares it; what only the data decide stays possible, an integer ``SUM`` past 2^63 ("integer overflow"),
+and the validators catch it (``SqliteRunValidator`` runs the query).
 """
 
 from __future__ import annotations
