@@ -126,9 +126,6 @@ def _derivations(text: str, n: int, seed: int, max_depth: int = 8) -> list[str]:
     """``n`` random sentences derived from the Lark grammar ``text`` (regex terminals from a sample pool,
     past ``max_depth`` the shallowest expansion), to compare what llguidance accepts with what Lark derives."""
     from structgen.sql.grammar_rules import CLASS_TERMINALS
-    from structgen.sql.strict_grammar import STRICT_JOIN_TERMINALS
-
-    classes = {**CLASS_TERMINALS, **STRICT_JOIN_TERMINALS}
 
     pool = {"IDENT": ["a", "Dname", "Wx", "NULLx", "DISTINCTx", "ASx", "ORx", "c2", '"x y"', "date", "sub"],
             "OUT_ALIAS": ["n", "total", "x1", "selected", "namex", "d", "w", "asx"],
@@ -155,8 +152,8 @@ def _derivations(text: str, n: int, seed: int, max_depth: int = 8) -> list[str]:
     def term(name: str) -> str:
         if name in pool:
             return rng.choice(pool[name])
-        if name in classes:
-            return json.loads(rng.choice(classes[name].split(" | ")))
+        if name in CLASS_TERMINALS:
+            return json.loads(rng.choice(CLASS_TERMINALS[name].split(" | ")))
         assert terminals[name].type == "str", name
         return terminals[name].value
 

@@ -63,26 +63,28 @@ rules and require llguidance to accept them.
   subquery in FROM: qualified references only, no bare column names). Every expression rule exists once per
   scope (and per aggregate level); ``query`` is the union of the scopes' queries, so every subquery
   chooses its own scope.
-* The outermost query correlates with nothing, so its scopes are exact: one single-table scope per table
-  and way of naming it (``FROM customers`` with ``customers.x``, or ``FROM customers AS c`` with ``c.x``;
+* The outermost query correlates with nothing, so its scopes are exact: one single-table scope per table and
+  way of naming it (``FROM customers`` with ``customers.x``, or ``FROM customers AS c`` with ``c.x``;
   unqualified columns in both); one joined scope per set of two or more tables and way of naming them
   (``k{bits}``: each ``t AS a``; ``b{bits}``: each by its bare name) in which only those names qualify
-  columns and the FROM declares each table exactly once, in any order (one rule per set declared so
-  far); and one self-join scope per table (``s{i}``: ``t AS a JOIN t AS a2 ON ...``, both aliases). An
-  alias no FROM declares, or one declared twice, cannot be written there. The canonical form's
-  narrowings at the top level: a join names all its tables one way, a self-join joins nothing else, and
-  the second alias appears only in a self-join (all are free in subqueries). A top-level FROM that
-  starts with a subquery, or whose first join is one, keeps the permissive joined scope (``d``): it is
-  chosen by its start, so a query cannot wander into it by adding a join at the end. The price is the
-  scopes parsed in parallel until ``FROM`` (35 at the top level; the grammar engine's work per token on
-  random logits is about what it was with the 9 permissive ones, 41 ms against 39, because the
-  endgame's widening search now rests after a failure). The scopes number 2 x (2^n - n - 1) + n for n
-  tables, so they are built for at most ``EXACT_JOIN_MAX_TABLES`` (4); a larger schema keeps every
-  top-level join permissive. What a CFG cannot see is left to the
-  validators: whether a qualified reference's table is in scope in nested queries and in ``d``, an alias
-  declared twice in a subquery's FROM, a subquery of several columns used as a value, a ``LEFT
-  JOIN``'s ``ON`` naming a table declared after it, whether an output alias used in ORDER BY was
-  declared, types. (Trained models write the first three and the ORDER BY alias: training log, run 10.)
+  columns and the FROM declares each table exactly once, in any order (one rule per set declared so far);
+  and one self-join scope per table (``s{i}``: ``t AS a JOIN t AS a2 ON ...``, both aliases). An alias no
+  FROM declares, or one declared twice, cannot be written there, nor a ``LEFT JOIN`` whose ``ON`` names a
+  table declared after it (SQLite refuses it; its ON is the expression of the scope of the tables declared
+  so far, and the join keywords are two terminals, ``INNER_JOIN`` and ``LEFT_JOIN``). The canonical form's
+  narrowings at the top level: a join names all its tables one way, a self-join joins nothing else, and the
+  second alias appears only in a self-join (all are free in subqueries). A top-level FROM that starts with a
+  subquery, or whose first join is one, keeps the permissive joined scope (``d``): it is chosen by its
+  start, so a query cannot wander into it by adding a join at the end. The price is the scopes parsed in
+  parallel until ``FROM`` (35 at the top level; the grammar engine's work per token on random logits is
+  about what it was with the 9 permissive ones, 41 ms against 39, because the endgame's widening search now
+  rests after a failure). The scopes number 2 x (2^n - n - 1) + n for n tables, so they are built for at
+  most ``EXACT_JOIN_MAX_TABLES`` (4); a larger schema keeps every top-level join permissive. What a CFG
+  cannot see is left to the validators: whether a qualified reference's table is in scope in nested queries
+  and in ``d``, an alias declared twice in a subquery's FROM, a subquery of several columns used as a value,
+  a ``LEFT JOIN``'s ``ON`` naming a table declared after it in a subquery or in ``d``, whether an output
+  alias used in ORDER BY was declared, types. (Trained models write the first three and the ORDER BY alias:
+  training log, run 10.)
 * Output aliases after ``AS`` (and bare in ORDER BY) are ``[a-z][a-z0-9_]{0,29}`` minus SQLite's keywords
   and minus the schema's table names, column names and aliases (so a bare name in ORDER BY is never
   a column in disguise); the terminal is an explicit regex of that difference (no look-around).
@@ -90,14 +92,13 @@ rules and require llguidance to accept them.
 
 **Strict** (``specialise(schema, strict=True)``, ``sg.Sql(db, strict=True)``, the generator's fallback when
 repair runs out): only the outermost query's exact scopes (one table; a join of up to
-``EXACT_JOIN_MAX_TABLES`` tables, each declared once, a ``LEFT JOIN``'s ``ON`` naming only the tables
-declared up to it; a self-join), and subqueries of one table and one result column that name only their
-own table (``u{i}``: no correlation, so no scope a CFG cannot see); no subquery in FROM; ORDER BY and
-GROUP BY terms are a column, a function call or (ORDER BY of a grouped query) an aggregate — never an
-output alias or a bare integer, which SQLite reads as a result column's index and range-checks. Every
-sentence of it runs (``tests/test_sql_strict.py`` runs random derivations, and many ways of joining three
-tables), barring an arithmetic overflow that only the data decide (an integer ``SUM`` past 2^63; the
-validators run the query and catch it).
+``EXACT_JOIN_MAX_TABLES`` tables, each declared once; a self-join), and subqueries of one table and one
+result column that name only their own table (``u{i}``: no correlation, so no scope a CFG cannot see); no
+subquery in FROM; ORDER BY and GROUP BY terms are a column, a function call or (ORDER BY of a grouped query)
+an aggregate — never an output alias or a bare integer, which SQLite reads as a result column's index and
+range-checks. Every sentence of it runs (``tests/test_sql_strict.py`` runs random derivations, and many ways
+of joining three tables), barring an arithmetic overflow that only the data decide (an integer ``SUM`` past
+2^63; the validators run the query and catch it).
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def generic_grammar() -> str:
     rules += scope_rules(sc)
     rules += [
         ("source", '(IDENT | "(" query ")") " AS " IDENT | IDENT'),
-        ("join", 'JOIN_KW source " ON " expr_g_n'),
+        ("join", 'join_kw source " ON " expr_g_n'),
         ("qstar", 'IDENT ".*"'),
         *CLAUSE_RULES,
     ]
@@ -190,7 +191,7 @@ def specialise(schema: DbSchema, *, strict: bool = False, string_terminal: str |
         # permissive joined scope; a FROM that starts otherwise is one of the exact scopes, so a query
         # cannot wander into this one by adding a join at the end
         tops.append(Scope("d", "qcol", "derived (join)* | tref jderived (join)*", order_alias=True))
-        rules.append(("jderived", 'JOIN_KW derived " ON " expr_j_n'))
+        rules.append(("jderived", 'join_kw derived " ON " expr_j_n'))
         rules.append(("top", " | ".join(f"query_{sc.name}" for sc in tops)))
     else:  # too many tables for one scope per set of them: every top-level join is permissive
         rules.append(("top", " | ".join([f"query_{sc.name}" for sc in tops] + ["query_j"])))
@@ -200,7 +201,7 @@ def specialise(schema: DbSchema, *, strict: bool = False, string_terminal: str |
     rules += [
         ("tref", " | ".join(tref_alts)),
         ("derived", '"(" query ") AS " des_sub'),
-        ("join", 'JOIN_KW (tref | derived) " ON " expr_j_n'),
+        ("join", 'join_kw (tref | derived) " ON " expr_j_n'),
         ("qcol", " | ".join(qcol_alts)),
         ("qstar", f'({" | ".join(star_alts)}) ".*"'),
         *CLAUSE_RULES,

@@ -58,7 +58,9 @@ CLASS_TERMINALS = {
     "IN_OP": '" IN (" | " NOT IN ("',
     "LIKE_OP": '" LIKE " | " NOT LIKE "',
     "BETWEEN_OP": '" BETWEEN " | " NOT BETWEEN "',
-    "JOIN_KW": '" JOIN " | " INNER JOIN " | " LEFT JOIN "',
+    # two terminals, not one: a top-level LEFT JOIN's ON may see fewer tables than an inner join's
+    "INNER_JOIN": '" JOIN " | " INNER JOIN "',
+    "LEFT_JOIN": '" LEFT JOIN "',
     "ORDER_DIR": '" ASC" | " DESC"',
     "FN_1": '"ABS(" | "LOWER(" | "UPPER(" | "LENGTH(" | "TRIM("',
     "FN_2": '"IFNULL(" | "NULLIF(" | "INSTR("',
@@ -163,7 +165,8 @@ def scope_rules(sc: Scope) -> list[tuple[str, str]]:
 
 
 #: the clauses every scope shares (the grammars' last rules before the per-table ones)
-CLAUSE_RULES = [("limit", '(" LIMIT " INT (" OFFSET " INT)?)?'), ("distinct", '"DISTINCT "?')]
+CLAUSE_RULES = [("limit", '(" LIMIT " INT (" OFFSET " INT)?)?'), ("distinct", '"DISTINCT "?'),
+                ("join_kw", "INNER_JOIN | LEFT_JOIN")]
 
 
 def render(header: str, rules: list[tuple[str, str]], terminals: dict[str, str]) -> str:

@@ -4,10 +4,10 @@
 It is built from the same rule templates as the default grammar (``structgen.sql.grammar``, whose module
 docstring says what it holds and why) and keeps only what a context-free grammar can check completely, so
 that every sentence runs on the database. A top-level join's ON names any table of its scope, except that a
-``LEFT JOIN``'s names only the tables declared up to it: SQLite refuses one that names a later table ("ON
-clause references tables to its right"), though it accepts that in an inner join. "Runs" means that SQLite
-prepares it; what only the data decide stays possible, an integer ``SUM`` past 2^63 ("integer overflow"),
-and the validators catch it (``SqliteRunValidator`` runs the query).
+``LEFT JOIN``'s names only the tables declared up to it, as in the default grammar: SQLite refuses one that
+names a later table ("ON clause references tables to its right"), though it accepts that in an inner join.
+"Runs" means that SQLite prepares it; what only the data decide stays possible, an integer ``SUM`` past 2^63
+("integer overflow"), and the validators catch it (``SqliteRunValidator`` runs the query).
 """
 
 from __future__ import annotations
@@ -19,10 +19,6 @@ from .grammar_rules import CLASS_TERMINALS, CLAUSE_RULES, TERMINALS, Scope, alts
 from .names import quote_ident, table_aliases
 from .schema import DbSchema
 from .top_scopes import joined_scopes, out_alias_terminal, self_join_scopes, single_table_scopes
-
-
-#: the join keywords as two terminals (the default grammar's ``JOIN_KW`` is their union)
-STRICT_JOIN_TERMINALS = {"INNER_JOIN": '" JOIN " | " INNER JOIN "', "LEFT_JOIN": '" LEFT JOIN "'}
 
 
 def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=None) -> str:
@@ -42,8 +38,8 @@ def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=N
         subs.append(Scope(f"u{i}", f'cols_{i} | {lit(tname)} "." cols_{i}', lit(tname), order_alias=False,
                           one_item=True))
     if len(schema.tables) <= EXACT_JOIN_MAX_TABLES:  # on: fk_joins.foreign_key_on or None
-        tops += joined_scopes(schema, aliases, des_rules, on, strict=True)
-    tops += self_join_scopes(schema, aliases, join_kw="join_kw")
+        tops += joined_scopes(schema, aliases, des_rules, on)
+    tops += self_join_scopes(schema, aliases)
     scopes = [replace(sc, order_alias=False, named_terms=True) for sc in tops + subs]
     rules: list[tuple[str, str]] = [
         ("start", "top"),
@@ -52,10 +48,8 @@ def strict_grammar(schema: DbSchema, *, string_terminal: str | None = None, on=N
     ]
     for sc in scopes:
         rules += scope_rules(sc)
-    rules += CLAUSE_RULES + [("join_kw", "INNER_JOIN | LEFT_JOIN")] + des_rules
+    rules += CLAUSE_RULES + des_rules
     terminals = {"OUT_ALIAS": out_alias_terminal(schema, aliases), **TERMINALS, **CLASS_TERMINALS}
-    del terminals["JOIN_KW"]  # a LEFT JOIN's ON may see less than an inner join's: two terminals
-    terminals.update(STRICT_JOIN_TERMINALS)
     if string_terminal is not None:  # grounded SQL (structgen.sql.grounded)
         terminals["STRING"] = string_terminal
     header = (f"SQLite SELECT, canonical form, specialised to one schema (digest {schema.digest}), strict.\n"

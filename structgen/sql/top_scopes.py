@@ -12,7 +12,7 @@ from .schema import DbSchema
 
 
 def joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, str]],
-                  on: Callable | None = None, strict: bool = False) -> list[Scope]:
+                  on: Callable | None = None) -> list[Scope]:
     """The outermost query's exact joined scopes, one per set ``A`` of two or more tables and way of naming
     them: every table declared ``t AS a`` (scope ``k{bits}``, columns qualified by those aliases) or every
     table by its bare name (scope ``b{bits}``, columns qualified by those names). Only the names of ``A``
@@ -20,11 +20,9 @@ def joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, st
     set of tables declared so far (``f{scope}_{done}``), so a name can be neither missing nor declared
     twice. ``on(qualifiers, i, done)``: the ON condition that joins table ``i`` to the tables in bitmask
     ``done`` (None: it cannot join them; ``fk_joins.foreign_key_on``), by default any expression of the
-    scope; a set of tables that cannot all be joined that way gets no scope. ``strict``: the keywords are
-    the strict grammar's (``join_kw``; ``INNER_JOIN`` and ``LEFT_JOIN``, never ``JOIN_KW``), and a ``LEFT JOIN``'s
-    default ON names only the tables declared up to it (the expression of the scope of those tables), since
-    SQLite refuses one that names a later table. Appends the FROM rules to ``des_rules``; returns the
-    scopes."""
+    scope, except that a ``LEFT JOIN``'s names only the tables declared up to it (the expression of the
+    scope of those tables), since SQLite refuses one that names a later table; a set of tables that cannot
+    all be joined that way gets no scope. Appends the FROM rules to ``des_rules``; returns the scopes."""
     tables = schema.tables
     styles = {"k": [(f'{lit(quote_ident(t.name))} " AS " {lit(aliases[t.name][0])}', aliases[t.name][0])
                     for t in tables],
@@ -46,9 +44,7 @@ def joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, st
             for done, ways in sorted(joins.items()):
                 if ways:
                     des_rules.append((f"f{s}_{done}", " | ".join(
-                        _join_alternatives(style, bits, done, i, named[i][0], c, strict and on is None)
-                        if strict else f'JOIN_KW {named[i][0]} " ON " {c}{_rest(s, bits, done | 1 << i)}'
-                        for i, c in ways)))
+                        _join_alternatives(style, bits, done, i, named[i][0], c, on is None) for i, c in ways)))
             starts = [i for i in members if joins.get(1 << i)]
             if not starts:
                 continue
@@ -67,9 +63,10 @@ def _rest(s: str, bits: int, declared: int) -> str:
 
 def _join_alternatives(style: str, bits: int, done: int, i: int, table: str, on: str,
                        left_sees_declared: bool) -> str:
-    """The strict grammar's joins of table ``i`` (declared as ``table``) to the tables in ``done``, in scope
-    ``{style}{bits}``, with ON condition ``on``; ``left_sees_declared``: a ``LEFT JOIN`` that is not the
-    last join has the ON of the scope of the tables declared so far instead (its own expression rules)."""
+    """The joins of table ``i`` (declared as ``table``) to the tables in ``done``, in scope ``{style}{bits}``,
+    with ON condition ``on``; ``left_sees_declared``: a ``LEFT JOIN`` that is not the last join has the ON of
+    the scope of the tables declared so far instead (its own expression rules; every set of two or more
+    tables has a scope when the ON is free)."""
     s, declared = f"{style}{bits}", done | 1 << i
     rest = _rest(s, bits, declared)
     if not left_sees_declared or declared == bits:
@@ -95,14 +92,14 @@ def out_alias_terminal(schema: DbSchema, aliases: dict, derived: Iterable[str] =
     return f"/{alias_regex(excluded)}/"
 
 
-def self_join_scopes(schema: DbSchema, aliases: dict, join_kw: str = "JOIN_KW") -> list[Scope]:
+def self_join_scopes(schema: DbSchema, aliases: dict) -> list[Scope]:
     """One self-join scope per table (``s{i}``: ``t AS a JOIN t AS a2 ON ...``, columns qualified by both
-    aliases, nothing else joined); ``join_kw``: the symbol of the join keywords."""
+    aliases, nothing else joined)."""
     scopes = []
     for i, t in enumerate(schema.tables):
         a1, a2 = (lit(a) for a in aliases[t.name])
         tname = lit(quote_ident(t.name))
         scopes.append(Scope(f"s{i}", f'({a1} | {a2}) "." cols_{i}',
-                            f'{tname} " AS " {a1} {join_kw} {tname} " AS " {a2} " ON " expr_s{i}_n',
+                            f'{tname} " AS " {a1} join_kw {tname} " AS " {a2} " ON " expr_s{i}_n',
                             order_alias=True, star=f'({a1} | {a2}) ".*"'))
     return scopes
