@@ -81,16 +81,17 @@ def expr_rules(s: str, agg: bool, col: str) -> list[tuple[str, str]]:
     rule is an Earley item per scope that every token before ``FROM`` carries (module docstring)."""
     x = f"{s}_{'a' if agg else 'n'}"
     e = f"expr_{x}"
+    rel = f"sum_{x} (REL_OP sum_{x})?"  # rel_x's body, also written in place as a predicate's first operand
     return [
         (e, f'not_{x} ((" OR " | " AND ") not_{x})*'),
         (f"not_{x}", f'"NOT " not_{x} | pred_{x}'),
-        (f"pred_{x}", f"sum_{x} (REL_OP sum_{x})? tail_{x}?"),
+        (f"pred_{x}", f"{rel} tail_{x}?"),
         (f"tail_{x}", " | ".join([
             f"CMP_OP rel_{x}", "IS_NULL", f'IN_OP (query | list_{x}) ")"', f"LIKE_OP rel_{x}",
             f'BETWEEN_OP rel_{x} " AND " rel_{x}',
         ])),
         (f"list_{x}", f'{e} (", " {e})*'),
-        (f"rel_{x}", f"sum_{x} (REL_OP sum_{x})?"),
+        (f"rel_{x}", rel),
         (f"sum_{x}", f'"-"? prim_{x} (NUM_OP "-"? prim_{x})*'),
         (f"prim_{x}", " | ".join([
             "NUMBER", "STRING", '"NULL"', col, f"func_{x}", f"case_{x}",
@@ -164,7 +165,8 @@ def scope_rules(sc: Scope) -> list[tuple[str, str]]:
     return rules
 
 
-#: the clauses every scope shares (the grammars' last rules before the per-table ones)
+#: the rules every grammar shares: the clauses of every scope and the join keywords (the grammars' last
+#: rules before the per-table ones)
 CLAUSE_RULES = [("limit", '(" LIMIT " INT (" OFFSET " INT)?)?'), ("distinct", '"DISTINCT "?'),
                 ("join_kw", "INNER_JOIN | LEFT_JOIN")]
 

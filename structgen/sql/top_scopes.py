@@ -55,20 +55,14 @@ def joined_scopes(schema: DbSchema, aliases: dict, des_rules: list[tuple[str, st
     return scopes
 
 
-def _rest(s: str, bits: int, declared: int) -> str:
-    """What follows a join that leaves the tables in ``declared`` declared: nothing once they are all of
-    scope ``s``'s tables ``bits``, else the FROM rule of that set."""
-    return "" if declared == bits else f" f{s}_{declared}"
-
-
 def _join_alternatives(style: str, bits: int, done: int, i: int, table: str, on: str,
                        left_sees_declared: bool) -> str:
     """The joins of table ``i`` (declared as ``table``) to the tables in ``done``, in scope ``{style}{bits}``,
     with ON condition ``on``; ``left_sees_declared``: a ``LEFT JOIN`` that is not the last join has the ON of
     the scope of the tables declared so far instead (its own expression rules; every set of two or more
     tables has a scope when the ON is free)."""
-    s, declared = f"{style}{bits}", done | 1 << i
-    rest = _rest(s, bits, declared)
+    declared = done | 1 << i
+    rest = "" if declared == bits else f" f{style}{bits}_{declared}"  # the next join, until all are declared
     if not left_sees_declared or declared == bits:
         return f'join_kw {table} " ON " {on}{rest}'
     return (f'INNER_JOIN {table} " ON " {on}{rest} | '
