@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 import structgen as sg
-from structgen.sql import DbSchema, specialise
+from structgen.sql import DbSchema, connect_readonly, specialise
 from structgen.validators import validators_for
 
 from scripted_model import ScriptedLogits
@@ -47,7 +47,7 @@ STEP_BUDGET = 50_000_000
 def _runner(shop_db):
     """A read-only connection to the shop database, and ``run(query)``: None when the query runs (or is still
     running without an error after ``STEP_BUDGET`` steps: "stopped"), else SQLite's error message."""
-    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    con = connect_readonly(shop_db)
     ticks = [0]
 
     def over_budget() -> int:
@@ -124,7 +124,7 @@ def test_the_strict_grammar_excludes_what_a_cfg_cannot_check(strict_c, vocab, st
 
 def test_the_strict_grammar_refuses_a_left_join_on_naming_a_later_table(strict_c, vocab, shop_db):
     # SQLite refuses a LEFT JOIN whose ON names a table declared after it, and accepts that in an inner join
-    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    con = connect_readonly(shop_db)
     q = "SELECT p.name FROM products AS p LEFT JOIN orders AS o ON c.id = 1 JOIN customers AS c ON 1 = 1 LIMIT 1"
     with pytest.raises(sqlite3.OperationalError, match="ON clause references tables to its right"):
         con.execute(q)
@@ -145,7 +145,7 @@ def test_the_grammars_accept_exactly_the_top_level_joins_sqlite_runs(grammar, st
     # grammar accepts a query iff no LEFT JOIN's ON names a table declared after it, and all it accepts run
     # (SQLite accepts a few that break the rule, when a later inner join's ON names the LEFT JOIN's table)
     c = strict_c if grammar == "strict" else sg.compile(spec_default, tok4k)
-    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    con = connect_readonly(shop_db)
     tables = [("customers", "c", "id"), ("products", "p", "id"), ("orders", "o", "id"),
               ("order_items", "oi", "order_id")]
     wrong = []
@@ -204,7 +204,7 @@ def test_the_strict_fallback_releases_a_query_that_runs(target, spec_default, to
     r = gen.generate("Customers by name?", spec_default, max_tokens=40)
     assert r.valid and r.fallback and r.repair_rounds == 4, (r.text, r.errors)
     assert r.text.startswith(STUBBORN[target]) and r.text != target
-    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    con = connect_readonly(shop_db)
     con.execute(r.text).fetchall()
     # without repair rounds there is no fallback either: the invalid query is returned as it is
     r0 = gen.generate("Customers by name?", spec_default, max_tokens=40, max_repair_rounds=0, strict=False)
@@ -363,7 +363,7 @@ def test_finish_prefix_closes_a_runaway_select_list(strict, strict_c, tok4k, sho
     text = tok4k.decode(ids[:k] + tail)
     assert len(ids) - 8 <= k < len(ids) and k + len(tail) <= len(ids) and " FROM " in text, text
     assert text.startswith(tok4k.decode(ids[:k])) and strict_c.accepts(ids[:k] + tail)
-    con = sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True)
+    con = connect_readonly(shop_db)
     con.execute(text).fetchall()
     # validators decide: one that refuses every finished query leaves nothing, after one try per room and
     # one for the grammar's shortest output
@@ -406,7 +406,7 @@ def test_finish_prefix_ends_valid_when_no_completion_of_the_runaway_is_found(str
     assert len(shortest) == strict_c.shortest_known() >= strict_c.min_tokens()
     k, tail = finish_prefix(strict_c.session(length), ids, len(ids), passes)
     assert (k, tuple(tail)) == (0, shortest)
-    sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True).execute(tok4k.decode(tail)).fetchall()
+    connect_readonly(shop_db).execute(tok4k.decode(tail)).fetchall()
     # no room for it, or validators that refuse it: nothing
     assert finish_prefix(strict_c.session(len(shortest) - 1), ids, len(ids), passes) is None
     assert finish_prefix(strict_c.session(length), ids, len(ids), lambda t: passes(t) and t != list(shortest)) is None
@@ -428,7 +428,7 @@ def test_the_generator_finishes_a_runaway_the_endgame_could_not_steer(shop_db, t
     assert r.valid and r.fallback and r.text.startswith("SELECT name, price, price") and " FROM " in r.text
     notes = [e.note for e in r.trace if e.kind == "remask"]
     assert notes[-1].startswith("finished: its first ") and any("strict fallback" in n for n in notes)
-    sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True).execute(r.text).fetchall()
+    connect_readonly(shop_db).execute(r.text).fetchall()
     # a runaway no room closes (run 38's): the answer is the grammar's shortest query
     r = sg.Generator(ScriptedLogits(tok4k, ALIASED), stutter_gap=0).generate("Sales?", spec, max_tokens=40,
                                                                             trace=True)
@@ -436,7 +436,7 @@ def test_the_generator_finishes_a_runaway_the_endgame_could_not_steer(shop_db, t
     assert r.valid and r.fallback and not r.text.startswith("SELECT SUM(oi"), r.text
     assert strict_c.accepts(r.tokens[:r.n_output_tokens]) and r.n_output_tokens <= 16
     assert [e.note for e in r.trace if e.kind == "remask"][-1].startswith("replaced by a short output of the")
-    sqlite3.connect(f"file:{shop_db}?mode=ro", uri=True).execute(r.text).fetchall()
+    connect_readonly(shop_db).execute(r.text).fetchall()
     # a spec that is not salvaged ends in GenerationError, whatever its grammar
     g = sg.Grammar('start: "SELECT name" (", price")* " FROM products"\n')
     with pytest.raises(sg.GenerationError):
