@@ -58,6 +58,7 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     from .make_and_model import split_make_model
     from .named_numbers import split_by_name
     from .named_quotes import name_quotes
+    from .proper_names import person_key
     from .roles import split_by_role
     from .sides import split_by_side
     from .stated_booleans import stated_value
@@ -68,7 +69,8 @@ def ground_properties(node: dict, out: dict, source: str) -> dict:
     props = {k: _default_only(sub) if k not in required and isinstance(sub, dict) and "default" in sub
              and unstated(sub, source) else out["properties"][k] for k, sub in node["properties"].items()}
     props = name_quotes(props, source, lambda sub: GROUND_KEY in sub and not _email_only(sub))
-    props = split_by_role({k: spans_field(k, sub, source) or sub for k, sub in props.items()}, source)
+    props = split_by_role({k: spans_field(person_key(k, props), sub, source) or sub for k, sub in props.items()},
+                          source)
     props = split_jobs(split_make_model(split_by_side(props, source), source), source)
     props, naming, empty = split_by_name(props, source)
     said = {k: stated_value(k, source) for k, sub in props.items() if isinstance(k, str) and isinstance(sub, dict)

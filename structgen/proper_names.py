@@ -3,34 +3,34 @@
 A grounded free-text value is any part of the request made of whole words (``constraints.quote_automaton``),
 and a small model fills a name field with the wrong part of it: ``"shelterCity": "home at our Paris"``,
 ``"model": "grey"``, ``"home": "the final"``, ``"visitors": "2026"``, ``"place": "A magnitude"``,
-``"organisation": "dana.ivanova@mail.example.net"``. Where the field's own name says what it holds, a
-person, a place, a team, a make, an organisation (``holds_name``: ``city``, ``shelter_city``, ``homeTeam``,
-``patient_name``, ``make``, ``employer``; not ``event_name``, ``file_name``, ``title``, ``model_year``, nor
-a bare ``name``, which is as often a product's), its
-value is one of the request's **proper names** (``proper_names``): a run of at most ``MAX_NAME_WORDS``
-words of one line and one clause, each capitalised (a letter in upper case: ``Malmö FF``, ``XC60``,
-``Dr.``) or, inside the run, a particle (``de``, ``van``, ``of``, ``&``: ``Pão & Cia``, ``Head of Sales``),
-whose first word is no function word (``A``, ``I'm``, ``This``) nor one that opens a sentence as a
-greeting, request or heading (``STARTER_WORDS``: ``Meet``, ``Call``, ``Thanks``, ``BREAKING``), none of
-which is a bare number (``Benfica 0-4``), an address or a path (``@``, ``/``, ``\\``), that is no date
-word alone (``July``, ``Aug``), no label or heading (``Attendance:``, ``FOR SALE:``, ``NEW THIS TERM >>``), no
-currency code of an amount (``EUR``) and longer than one letter (the ``M`` of ``M: ana@...``). A title's
-period stays (``Dr. Weber``); a person's field takes the name with the title the request writes it with (``Dr.
-Weber``, not ``Weber``; a part of a name, ``surname``, takes the bare one), a doctor's field a name written
-with "Dr." where there is one, and another person's field (``patient``) none. A person's or a pet's field
-(``patient``, ``pet_name``, ``full_name``) takes no name the request writes only right after "in", "near" or
-"at" (``only_placed``: "the shelter in Praha" is a place), unless it writes no other; a field of a name of its
-own (``full_name``, ``pet_name``, a bare ``name``, not a part of one: ``introduced_for``) takes a name the
-request introduces ("I'm Milo", "Meet Kira!", "this is Ana Park") where it introduces one, and a person's
-field (not a part of a name) no name written only as the first or the last words of a longer one
-(``only_opening``; a surname, ``only_closing``: not "Jonas" nor "García" of "Jonas García teaches it"); a
-team's field (``TEAM_WORDS``: ``homeTeam``, ``away``, ``visitors``) takes a name whole (``whole``: not "Malmö"
-of "Malmö FF 3-3 Brøndby", where a make takes "Volvo" of "Volvo XC60"), and an organisation's (``company``) no
-name written only as the start of a longer one (``only_opening``: not "Tanaka" of "Tanaka Seiki"). Where an
-e-mail address spells a name before its ``@`` (``addressed``: ``jose.weber@acme.test``), a person's field
-takes such a name and any other name field (``company``, ``organisation``, ``city``) none, nor a name the
-request introduces, unless that leaves none ("José Weber | Head of Sales, Café Müller": no ``full_name`` "Café
-Müller", no ``company`` "José Weber").
+``"organisation": "dana.ivanova@mail.example.net"``. Where the field's own name says what it holds, a person,
+a place, a team, a make, an organisation (``holds_name``: ``city``, ``shelter_city``, ``homeTeam``,
+``patient_name``, ``make``, ``employer``; not ``event_name``, ``file_name``, ``title``, ``model_year``, nor a
+bare ``name``, which is as often a product's, unless a sibling field that only a person or a pet has says
+whose it is: ``age``, ``birthday``, ``gender``; ``person_key``), its value is one of the request's **proper
+names** (``proper_names``): a run of at most ``MAX_NAME_WORDS`` words of one line and one clause, each
+capitalised (a letter in upper case: ``Malmö FF``, ``XC60``, ``Dr.``) or, inside the run, a particle (``de``,
+``van``, ``of``, ``&``: ``Pão & Cia``, ``Head of Sales``), whose first word is no function word (``A``,
+``I'm``, ``This``) nor one that opens a sentence as a greeting, request or heading (``STARTER_WORDS``:
+``Meet``, ``Call``, ``Thanks``, ``BREAKING``), none of which is a bare number (``Benfica 0-4``), an address or
+a path (``@``, ``/``, ``\\``), that is no date word alone (``July``, ``Aug``), no label or heading
+(``Attendance:``, ``FOR SALE:``, ``NEW THIS TERM >>``), no currency code of an amount (``EUR``) and longer
+than one letter (the ``M`` of ``M: ana@...``). A title's period stays (``Dr. Weber``); a person's field takes
+the name with the title the request writes it with (``Dr. Weber``, not ``Weber``; a part of a name,
+``surname``, takes the bare one), a doctor's field a name written with "Dr." where there is one, and another
+person's field (``patient``) none. A person's or a pet's field (``patient``, ``pet_name``, ``full_name``)
+takes no name the request writes only right after "in", "near" or "at" (``only_placed``: "the shelter in
+Praha" is a place), unless it writes no other; a field of a name of its own (``full_name``, ``pet_name``, a
+bare ``name``, not a part of one: ``introduced_for``) takes a name the request introduces ("I'm Milo", "Meet
+Kira!", "this is Ana Park") where it introduces one, and a person's field (not a part of a name) no name
+written only as the first or the last words of a longer one (``only_opening``; a surname, ``only_closing``:
+not "Jonas" nor "García" of "Jonas García teaches it"); a team's field (``TEAM_WORDS``: ``homeTeam``,
+``away``, ``visitors``) takes a name whole (``whole``: not "Malmö" of "Malmö FF 3-3 Brøndby", where a make
+takes "Volvo" of "Volvo XC60"), and an organisation's (``company``) no name written only as the start of a
+longer one (``only_opening``: not "Tanaka" of "Tanaka Seiki"). Where an e-mail address spells a name before
+its ``@`` (``addressed``: ``jose.weber@acme.test``), a person's field takes such a name and any other name
+field (``company``, ``organisation``, ``city``) none, nor a name the request introduces, unless that leaves
+none ("José Weber | Head of Sales, Café Müller": no ``full_name`` "Café Müller", no ``company`` "José Weber").
 
 ``ground_schema`` makes such a field a choice of those names (``structgen.stated_spans``: the validators, the
 constraint and the repeat pass read them as the stated values they are: ``"home": "Malmö FF", "away":
@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
+from typing import Any, Iterable, NamedTuple
 
-__all__ = ["addressed", "holds_name", "introduced_for", "proper_names", "names_for", "word_places",
-           "MAX_NAME_WORDS"]
+__all__ = ["addressed", "holds_name", "introduced_for", "person_key", "proper_names", "names_for",
+           "word_places", "MAX_NAME_WORDS"]
 
 #: the most words of a proper name
 MAX_NAME_WORDS = 5
@@ -61,6 +61,11 @@ NAME_WORDS = frozenset("""surname city town country nationality place location r
 #: words that, beside ``name``, make it a proper name's field (``full_name``, ``pet_name``; ``company_name``
 #: through ``NAME_WORDS``); a bare ``name`` is as often a product's ("Pixel Pro camera", "candle")
 NAME_QUALIFIERS = frozenset("full first last given family middle maiden nick pet".split())
+#: fields only a person or a pet has (their key's words exactly): beside one, a bare ``name`` is that person's or
+#: pet's own (``person_key``), as a ``full_name`` is; "age_rating" or "minimum_age" is a film's or an event's
+PERSON_FIELDS = frozenset(tuple(k.split()) for k in (
+    "age", "age years", "years old", "birthday", "birthdate", "birth date", "date of birth", "dob", "born",
+    "birth year", "year of birth", "gender", "sex", "nationality"))
 #: a key word that says the value is something else (an event's name, a file, a date, an address, a code)
 NOT_NAME_WORDS = frozenset("""file filename path user username host hostname domain event product item course
     book title subject project task tag label branch package repo app display screen variable field column
@@ -123,6 +128,17 @@ def holds_name(key: str) -> bool:
     words = set(key_words(key)) if isinstance(key, str) else set()
     named = words & NAME_WORDS or ("name" in words and words & NAME_QUALIFIERS)
     return bool(named) and not words & NOT_NAME_WORDS
+
+
+def person_key(key: Any, keys: Iterable[Any]) -> Any:
+    """The key whose name rules a bare ``name`` property follows among sibling properties ``keys``: a person's
+    own name's (``full_name``) beside a field only a person or a pet has (``PERSON_FIELDS``: ``age``,
+    ``birthday``, ``gender``), where "in Boston" of "John Smith is 52 and lives in Boston" is a place; else
+    ``key`` itself (a bare ``name`` is as often a product's)."""
+    if not isinstance(key, str) or key_words(key) != ["name"]:
+        return key
+    person = any(isinstance(k, str) and tuple(key_words(k)) in PERSON_FIELDS for k in keys)
+    return "full_name" if person else key
 
 
 def _capitalised(word: str) -> bool:

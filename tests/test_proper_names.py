@@ -103,6 +103,37 @@ def test_titles_doctors_currencies_and_requests_without_names():
     assert SPANS_KEY not in short["properties"]["city"]
 
 
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                          "city": {"type": "string"}}, "required": ["name", "age", "city"],
+          "additionalProperties": False}
+
+
+@pytest.mark.parametrize("sibling", ["age", "age_years", "birthday", "date_of_birth", "dob", "gender",
+                                     "nationality"])
+def test_a_bare_name_beside_a_field_only_a_person_has_is_a_person_s_name(sibling, release_grounded):
+    from structgen.proper_names import person_key
+
+    text = "John Smith is 52 and lives in Boston"  # the embedded model wrote "in Boston" for its name
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, sibling: {"type": "string"}}}
+    assert person_key("name", schema["properties"]) == "full_name"
+    assert _spans(ground_schema(schema, text)["properties"]["name"]) == ["John Smith"]
+    assert "Boston" in _spans(ground_schema(PERSON, text)["properties"]["city"])  # a place's field as before
+    if sibling == "age":  # through the compiled constraint: random logits can only write the name there
+        for seed in range(3):
+            r = release_grounded(text, sg.JsonSchema(PERSON), 32, seed)
+            assert r is not None and json.loads(r.text)["name"] == "John Smith", r.text
+
+
+@pytest.mark.parametrize("sibling", ["price", "age_rating", "minimum_age", "agent", "birthday_party"])
+def test_a_bare_name_beside_other_fields_stays_free_text(sibling):
+    from structgen.proper_names import person_key
+
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, sibling: {"type": "string"}}}
+    assert person_key("name", schema["properties"]) == "name" and person_key("full_name", ["age"]) == "full_name"
+    node = ground_schema(schema, "The Matrix Reloaded, rated 16, costs 9 EUR at Cinema Nova")["properties"]["name"]
+    assert GROUND_KEY in node and SPANS_KEY not in node  # a film's or a product's name: any part of the request
+
+
 @pytest.mark.parametrize("family", ["json", "tool"])
 @pytest.mark.parametrize("split", ["train", "heldout"])
 def test_gold_values_of_the_task_data_are_names_and_paths_grounding_allows(family, split):
