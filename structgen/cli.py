@@ -21,7 +21,7 @@ from . import cli_training
 from .cli_shared import (AS_JSON_OPT, BLOCK_OPT, DEVICE_OPT, MODEL_OPT, SEED_OPT, TEMP_OPT, THRESHOLD_OPT, TPS_OPT,
                          TRACE_OPT, err, load_generator, out, print_error)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode="markdown",
                   help="Valid-by-construction output from masked diffusion language models.")
 
 
