@@ -227,6 +227,12 @@ def test_cli_eval_of_a_data_file(tmp_path):
     bad = CliRunner().invoke(app, ["eval", "--model", "random", "--data", str(only_train),
                                    "--out", str(tmp_path / "z")])
     assert bad.exit_code == 2 and "has no heldout lines to score" in bad.output and not (tmp_path / "z").exists()
+    only_held = tmp_path / "held.jsonl"  # a test set of your own, no training line: scored as it is
+    only_held.write_text("\n".join(path.read_text().splitlines()[1:]) + "\n")
+    res = CliRunner().invoke(app, ["eval", "--model", "random", "--data", str(only_held), "--modes", "constrained",
+                                   "--out", str(tmp_path / "held")])
+    assert res.exit_code == 0, res.output
+    assert [r["n"] for r in json.loads((tmp_path / "held" / "eval.json").read_text())["rows"]] == [1, 2]
 
 
 def test_the_training_split_is_scored_on_the_sql_templates_of_the_models_recipe(tmp_path):
@@ -243,3 +249,21 @@ def test_the_training_split_is_scored_on_the_sql_templates_of_the_models_recipe(
     assert trained_sql_shapes(model) == 1
     assert trained_sql_shapes(sg.load_model()) == 1  # the shipped model: run 11's data
     assert trained_sql_shapes(SimpleNamespace()) == 1  # not a Hugging Face model at all
+
+
+def test_the_first_contact_set_is_a_held_out_file_whose_answers_satisfy_their_specs():
+    """``benchmarks/first_contact.jsonl``: every line held out, every target valid for its spec (``load_file``
+    checks each with the validators decoding uses), every example tool called twice."""
+    from collections import Counter
+    from pathlib import Path
+
+    from structgen.train.evaluate import file_examples
+
+    root = Path(__file__).resolve().parent.parent
+    path = root / "benchmarks" / "first_contact.jsonl"
+    held = file_examples(path, root / "examples" / "tools.py")
+    assert file_examples(path, root / "examples" / "tools.py", split="train") == {}
+    assert len(held["json"]) == 10
+    assert Counter(json.loads(ex.target)["name"] for ex in held["tool"]) == {
+        name: 2 for name in ("get_weather", "create_event", "send_email", "search_flights", "set_reminder",
+                             "convert_currency", "delete_file")}

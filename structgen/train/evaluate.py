@@ -304,7 +304,7 @@ def file_examples(path, tools: Any = None, split: str = "heldout") -> dict[str, 
     from .data.from_file import load_file
 
     check_split(split)
-    train, heldout = load_file(path, tools)
+    train, heldout = load_file(path, tools, need_train=False)  # an empty split is the caller's to refuse
     out: dict[str, list] = {}
     for ex in heldout if split == "heldout" else train:
         out.setdefault(ex.family, []).append(ex)

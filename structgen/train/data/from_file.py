@@ -37,9 +37,11 @@ from .base import Example, ValueSource, canonical_json, ordered
 KINDS = ("schema", "tool", "regex")
 
 
-def load_file(path: str | Path, tools: Any = None) -> tuple[list[Example], list[Example]]:
+def load_file(path: str | Path, tools: Any = None, need_train: bool = True) -> tuple[list[Example], list[Example]]:
     """``(train, heldout)`` examples from the JSON Lines file ``path`` (see the module docstring);
-    ``tools`` (a tools file path or anything ``as_tools`` takes) is needed for ``"tool"`` lines."""
+    ``tools`` (a tools file path or anything ``as_tools`` takes) is needed for ``"tool"`` lines. A file with
+    no training line is refused unless ``need_train`` is false (``structgen eval --data`` scores a file of
+    held-out lines alone)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"training data file {str(p)!r} not found; pass a .jsonl file with one example per line")
@@ -61,7 +63,7 @@ def load_file(path: str | Path, tools: Any = None) -> tuple[list[Example], list[
                 raise ConfigError(f"{where}: not JSON ({e.msg}); write one JSON object per line") from None
             ex, split = _example(row, where, tool_spec, specs)
             out[split].append(ex)
-    if not out["train"]:
+    if need_train and not out["train"]:
         raise ConfigError(f"{p} has no training examples (every line is held out or the file is empty)")
     return out["train"], out["heldout"]
 
